@@ -1,0 +1,145 @@
+"""A library: the skills under some roots plus the groups that use them, all checked together.
+
+Layout of a library root (every part optional)::
+
+    my-library/
+      skills/<name>/SKILL.md        skills, nested folders allowed (any SKILL.md counts)
+      groups/<id>.yaml              group files: any .yaml/.yml under a folder named 'groups'
+      anything/<id>.group.yaml      ... or any file named *.group.yaml / *.group.yml
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from skills.diagnostics import Diagnostic, Severity, sort_key
+from skills.errors import LibraryError
+from skills.loader import LoadOptions, SkillCatalog, discover_skills
+from skills.model import Skill
+
+from groups.loader import GroupLoad, load_group_file
+from groups.model import Group
+from groups.validate import validate_group
+
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+GROUP_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Library:
+    roots: tuple[Path, ...]
+    catalog: SkillCatalog
+    group_loads: tuple[GroupLoad, ...]
+    groups: Mapping[str, Group]
+    """Valid groups by id (a group with any error is left out, and reported)."""
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def skills(self) -> Mapping[str, Skill]:
+        """Active skills by name."""
+        return self.catalog.active
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity is Severity.WARNING)
+
+    def raise_for_errors(self) -> None:
+        if self.errors:
+            raise LibraryError(self.errors)
+
+
+def is_group_file(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith((".group.yaml", ".group.yml")) or (
+        path.suffix.lower() in GROUP_SUFFIXES and "groups" in path.parent.parts)
+
+
+def find_group_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root] if root.suffix.lower() in GROUP_SUFFIXES else []
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        here = Path(dirpath)
+        inside_groups = "groups" in here.relative_to(root).parts or here.name == "groups"
+        for name in sorted(filenames):
+            lower = name.lower()
+            if lower.endswith((".group.yaml", ".group.yml")) or (
+                    inside_groups and lower.endswith(GROUP_SUFFIXES)):
+                found.append(here / name)
+    return found
+
+
+def split_paths(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """Roots to search for skills and groups, and group files named directly."""
+    roots: list[Path] = []
+    files: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            if path.name == "SKILL.md":
+                roots.append(path.parent)
+                continue
+            files.append(path)
+            anchor = next((p.parent for p in path.parents if p.name == "groups"), path.parent)
+            if anchor not in roots:
+                roots.append(anchor)
+        else:
+            roots.append(path)
+    return roots, files
+
+
+def load_library(paths: Sequence[Path], options: LoadOptions = LoadOptions()) -> Library:
+    """Load and check every skill and group under ``paths`` (folders, or group files)."""
+    diagnostics: list[Diagnostic] = []
+    roots, named_files = split_paths(paths)
+    for path in paths:
+        if not path.exists():
+            diagnostics.append(Diagnostic(Severity.ERROR, "path-not-found",
+                                          f"no such file or folder: {path}", path))
+    roots = [r for r in roots if r.exists()]
+    catalog = discover_skills(roots, options)
+    diagnostics.extend(catalog.diagnostics)
+
+    files: list[tuple[Path, Path]] = [(f, f.parent) for f in named_files if f.exists()]
+    if not named_files:
+        files = [(f, root) for root in roots for f in find_group_files(root)]
+    loads = [load_group_file(f) for f, _ in files]
+    groups: dict[str, Group] = {}
+    origin: dict[str, Path] = {}
+    for load, (_, root) in zip(loads, files, strict=True):
+        diagnostics.extend(load.diagnostics)
+        group = load.group
+        if group is None:
+            continue
+        if group.id in groups:
+            first = groups[group.id]
+            same_root = origin[group.id] == root
+            diagnostics.append(Diagnostic(
+                Severity.ERROR if same_root else Severity.WARNING,
+                "duplicate-group" if same_root else "shadowed",
+                f"group id '{group.id}' is already defined in {first.path}"
+                + ("" if same_root else " from an earlier root, which is used"),
+                group.path, *group.source.value_at(("id",)),
+                hint="give each group its own id", subject=group.id))
+            continue
+        groups[group.id] = group
+        origin[group.id] = root
+
+    valid: dict[str, Group] = {}
+    for load in loads:
+        group = load.group
+        if group is None or groups.get(group.id) is not group:
+            continue
+        found = validate_group(group, catalog.active, groups)
+        diagnostics.extend(found)
+        if load.ok and not any(d.is_error for d in found):
+            valid[group.id] = group
+    diagnostics.sort(key=sort_key)
+    return Library(tuple(roots), catalog, tuple(loads), valid, tuple(diagnostics))

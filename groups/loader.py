@@ -1,0 +1,603 @@
+"""Reading one group YAML file into a :class:`Group`, reporting every structural problem at once.
+
+What can be checked from the file alone is checked here (fields, types, step ids, ``needs``,
+cycles, expressions and what they refer to inside the group). What needs the rest of the library
+(skills exist, parameters and outputs match their schemas) is in :mod:`groups.validate`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skills.diagnostics import Diagnostic, Severity, did_you_mean
+from skills.errors import ExpressionSyntaxError
+from skills.model import content_hash
+
+from groups.expressions import (
+    FUNCTION_NAMES,
+    FUNCTIONS,
+    ROOTS,
+    STATUS_FUNCTIONS,
+    Node,
+    Template,
+    calls,
+    has_expression,
+    parse_expression,
+    parse_template,
+    references,
+)
+from groups.model import INPUT_TYPES, RETRY_KINDS, Group, InputSpec, RetryPolicy, Step
+
+GROUP_FIELDS = ("id", "name", "description", "examples", "inputs", "steps", "outputs", "tags",
+                "version")
+STEP_FIELDS = ("id", "name", "skill", "group", "with", "needs", "if", "retry", "timeout",
+               "continue_on_error")
+INPUT_FIELDS = ("type", "required", "default", "description", "enum")
+RETRY_FIELDS = ("max_attempts", "initial_interval", "backoff_factor", "max_interval", "jitter",
+                "retry_on")
+_ALIASES = {
+    "depends_on": "needs", "depends-on": "needs", "dependsOn": "needs", "after": "needs",
+    "uses": "skill", "call": "skill", "when": "if", "condition": "if", "params": "with",
+    "parameters": "with", "args": "with", "inputs": "with", "continue-on-error": "continue_on_error",
+    "timeout-minutes": "timeout", "retries": "retry",
+}
+GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_PYTHON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+                 "array": (list,), "object": (dict,)}
+
+
+@dataclass(frozen=True)
+class GroupLoad:
+    path: Path
+    group: Group | None
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.group is not None and not any(d.is_error for d in self.diagnostics)
+
+
+class GroupReporter:
+    """Collects diagnostics for one group file, turning YAML paths into line and column."""
+
+    def __init__(self, path: Path, text: str, source: SourceMap | None = None) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+        self.source = source or SourceMap()
+        self.items: list[Diagnostic] = []
+        self.subject: str | None = None
+
+    def add(self, severity: Severity, rule: str, where: PathKey, message: str,
+            hint: str | None = None, *, key: bool = False, offset: int | None = None,
+            subject: str | None = None) -> None:
+        line, column = self.source.key_at(where) if key else self.source.value_at(where)
+        if offset is not None:
+            column = self._column_in_scalar(line, column, offset)
+        text = f"{format_path(where)}: {message}" if where else message
+        self.items.append(Diagnostic(severity, rule, text, self.path, line, column, hint,
+                                     subject or self.subject))
+
+    def error(self, rule: str, where: PathKey, message: str, hint: str | None = None,
+              **kw: Any) -> None:
+        self.add(Severity.ERROR, rule, where, message, hint, **kw)
+
+    def warn(self, rule: str, where: PathKey, message: str, hint: str | None = None,
+             **kw: Any) -> None:
+        self.add(Severity.WARNING, rule, where, message, hint, **kw)
+
+    def _column_in_scalar(self, line: int, column: int, offset: int) -> int:
+        """Column of character ``offset`` of a one-line scalar starting at ``column``."""
+        if not 0 < line <= len(self.lines):
+            return column
+        first = self.lines[line - 1][column - 1 : column]
+        if first in ("|", ">"):
+            return column
+        return column + offset + (1 if first in ("'", '"') else 0)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.items)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def parse_duration(value: Any) -> float | None:
+    """Seconds from ``30``, ``2.5``, ``"30s"``, ``"500ms"``, ``"2m"`` or ``"1h"``; None if bad."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value > 0 else None
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            number = float(match.group(1))
+            scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+            return number * scale if number > 0 else None
+    return None
+
+
+def matches_type(value: Any, type_name: str) -> bool:
+    if type_name in ("integer", "number") and isinstance(value, bool):
+        return False
+    if type_name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _PYTHON_TYPES.get(type_name, (object,)))
+
+
+def load_group_file(path: Path) -> GroupLoad:
+    """Parse and check one group file. Never raises for a user mistake."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        report = GroupReporter(path, "")
+        report.error("unreadable", (), f"cannot read group file: {exc}")
+        return GroupLoad(path, None, tuple(report.items))
+    return load_group_text(text, path, content_hash(raw))
+
+
+def load_group_text(text: str, path: Path, digest: str | None = None) -> GroupLoad:
+    report = GroupReporter(path, text)
+    try:
+        located = load_located(text)
+    except YamlSyntaxError as exc:
+        hint = None
+        if "mapping values are not allowed" in exc.message:
+            hint = "quote the whole value: an unquoted ': ' starts a new mapping"
+        elif "found character '\\t'" in exc.message:
+            hint = "indent with spaces; YAML does not allow tabs"
+        report.items.append(Diagnostic(Severity.ERROR, "yaml-syntax",
+                                       f"not valid YAML: {exc.message}", path, exc.line,
+                                       exc.column, hint))
+        return GroupLoad(path, None, tuple(report.items))
+    report.source = located.source
+    data = located.value
+    for dup, (line, column) in located.duplicate_keys:
+        report.items.append(Diagnostic(Severity.ERROR, "duplicate-key",
+                                       f"{format_path(dup)}: given twice", path, line, column,
+                                       "remove one of them"))
+    if not isinstance(data, dict):
+        report.error("not-a-mapping", (), "a group file must be a mapping with id, description "
+                     "and steps")
+        return GroupLoad(path, None, tuple(report.items))
+    group = _GroupParser(data, report).parse(path, digest or content_hash(text.encode()))
+    return GroupLoad(path, group, tuple(report.items))
+
+
+class _GroupParser:
+    def __init__(self, data: dict[str, Any], report: GroupReporter) -> None:
+        self.data = data
+        self.r = report
+
+    def parse(self, path: Path, digest: str) -> Group | None:
+        data, r = self.data, self.r
+        self.unknown_fields(data, (), GROUP_FIELDS)
+        group_id = self.required_string(data, "id", ())
+        if group_id is not None:
+            r.subject = group_id
+            if not GROUP_ID.match(group_id):
+                r.error("invalid-id", ("id",), f"group id '{group_id}' may hold only letters, "
+                        "digits, '-', '_' and '.', and must start with a letter or digit")
+        description = self.required_string(data, "description", ())
+        name = self.optional_string(data, "name", ()) or group_id or ""
+        examples = self.string_list(data, "examples", ())
+        if "examples" not in data:
+            r.warn("no-examples", (), "no 'examples': retrieval matches requests better with a "
+                   "few sample requests this group serves", key=True)
+        tags = self.string_list(data, "tags", ())
+        version = data.get("version")
+        inputs = self.inputs(data.get("inputs"))
+        steps = self.steps(data.get("steps"))
+        outputs = self.outputs(data.get("outputs"))
+        if steps:
+            self.check_graph(steps)
+            self.check_expressions(steps, inputs, outputs)
+        if group_id is None or description is None:
+            return None
+        return Group(
+            id=group_id, name=name, description=description.strip(), path=path,
+            content_hash=digest, examples=examples, inputs=inputs, steps=steps, outputs=outputs,
+            tags=tags, version=str(version) if version is not None else None, source=r.source,
+        )
+
+    # -- fields -----------------------------------------------------------------------------
+
+    def unknown_fields(self, mapping: Mapping[str, Any], where: PathKey,
+                       allowed: Sequence[str]) -> None:
+        for key in mapping:
+            if key in allowed:
+                continue
+            alias = _ALIASES.get(str(key))
+            hint = (f"did you mean '{alias}'?" if alias in allowed else None) or did_you_mean(
+                str(key), allowed)
+            self.r.error("unknown-field", (*where, str(key)), f"unknown field '{key}'",
+                         hint or "allowed: " + ", ".join(allowed), key=True)
+
+    def required_string(self, data: Mapping[str, Any], key: str, where: PathKey) -> str | None:
+        if key not in data or data[key] is None or data[key] == "":
+            self.r.error("missing-field", where, f"'{key}' is required", key=False)
+            return None
+        return self.optional_string(data, key, where)
+
+    def optional_string(self, data: Mapping[str, Any], key: str, where: PathKey) -> str | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            self.r.error("wrong-type", (*where, key), f"'{key}' must be a string")
+            return None
+        return str(value)
+
+    def string_list(self, data: Mapping[str, Any], key: str, where: PathKey) -> tuple[str, ...]:
+        value = data.get(key)
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.r.error("wrong-type", (*where, key), f"'{key}' must be a list of strings")
+            return ()
+        return tuple(value)
+
+    def inputs(self, raw: Any) -> tuple[InputSpec, ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, dict):
+            self.r.error("wrong-type", ("inputs",), "'inputs' must map each input name to its "
+                         "spec (type, required, default, description)")
+            return ()
+        specs: list[InputSpec] = []
+        for name, spec in raw.items():
+            where: PathKey = ("inputs", str(name))
+            if isinstance(spec, str):
+                spec = {"type": spec}
+            elif spec is None:
+                spec = {}
+            if not isinstance(spec, dict):
+                self.r.error("wrong-type", where, "an input spec must be a mapping or a type name")
+                continue
+            self.unknown_fields(spec, where, INPUT_FIELDS)
+            type_name = spec.get("type", "string")
+            if type_name not in INPUT_TYPES:
+                self.r.error("unknown-type", (*where, "type"), f"unknown type '{type_name}'",
+                             did_you_mean(str(type_name), INPUT_TYPES)
+                             or "use one of " + ", ".join(INPUT_TYPES))
+                type_name = "string"
+            required = spec.get("required", False)
+            if not isinstance(required, bool):
+                self.r.error("wrong-type", (*where, "required"), "'required' must be true or false")
+                required = False
+            enum = spec.get("enum")
+            if enum is not None and not isinstance(enum, list):
+                self.r.error("wrong-type", (*where, "enum"), "'enum' must be a list of values")
+                enum = None
+            has_default = "default" in spec
+            default = spec.get("default")
+            if has_default and default is not None and not matches_type(default, type_name):
+                self.r.error("default-type", (*where, "default"),
+                             f"default {default!r} is not of type {type_name}",
+                             f"give {_article(type_name)} {type_name} default or change the type")
+            if has_default and enum is not None and default not in enum:
+                self.r.error("default-type", (*where, "default"),
+                             f"default {default!r} is not one of the allowed values {enum}")
+            specs.append(InputSpec(str(name), type_name, required, default, has_default,
+                                   str(spec.get("description") or ""),
+                                   tuple(enum) if enum is not None else None))
+        return tuple(specs)
+
+    def steps(self, raw: Any) -> tuple[Step, ...]:
+        if raw is None:
+            self.r.error("missing-field", (), "'steps' is required: a list of steps")
+            return ()
+        if not isinstance(raw, list) or not raw:
+            self.r.error("wrong-type", ("steps",), "'steps' must be a non-empty list of steps")
+            return ()
+        steps: list[Step] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(raw):
+            where: PathKey = ("steps", index)
+            if not isinstance(item, dict):
+                self.r.error("wrong-type", where, "a step must be a mapping with id and skill")
+                continue
+            self.unknown_fields(item, where, STEP_FIELDS)
+            step_id = self.required_string(item, "id", where)
+            if step_id is None:
+                continue
+            if not STEP_ID.match(step_id):
+                self.r.error("invalid-id", (*where, "id"), f"step id '{step_id}' must start with a "
+                             "letter or '_' and hold only letters, digits, '_' and '-'")
+            if step_id in seen:
+                self.r.error("duplicate-step", (*where, "id"),
+                             f"step id '{step_id}' is already used by steps[{seen[step_id]}]")
+                continue
+            seen[step_id] = index
+            skill = self.optional_string(item, "skill", where)
+            group = self.optional_string(item, "group", where)
+            if (skill is None) == (group is None):
+                self.r.error("step-target", where,
+                             "a step needs exactly one of 'skill' or 'group'" if skill is None else
+                             "a step calls either a 'skill' or a 'group', not both")
+            with_ = item.get("with") or {}
+            if not isinstance(with_, dict):
+                self.r.error("wrong-type", (*where, "with"), "'with' must map parameter names to "
+                             "values")
+                with_ = {}
+            needs = self.string_list(item, "needs", where)
+            if_ = item.get("if")
+            if if_ is not None and not isinstance(if_, str | bool):
+                self.r.error("wrong-type", (*where, "if"), "'if' must be an expression")
+                if_ = None
+            continue_on_error = item.get("continue_on_error", False)
+            if not isinstance(continue_on_error, bool):
+                self.r.error("wrong-type", (*where, "continue_on_error"), "must be true or false")
+                continue_on_error = False
+            timeout = None
+            if item.get("timeout") is not None:
+                timeout = parse_duration(item["timeout"])
+                if timeout is None:
+                    self.r.error("wrong-type", (*where, "timeout"),
+                                 f"timeout {item['timeout']!r} is not a positive duration",
+                                 "write seconds (30) or a duration ('30s', '500ms', '2m', '1h')")
+            retry = self.retry(item.get("retry"), (*where, "retry"))
+            steps.append(Step(
+                id=step_id, skill=skill, group=group, with_=with_, needs=needs,
+                if_=str(if_).lower() if isinstance(if_, bool) else if_, retry=retry,
+                timeout=timeout, continue_on_error=continue_on_error, index=index,
+            ))
+        return tuple(steps)
+
+    def retry(self, raw: Any, where: PathKey) -> RetryPolicy | None:
+        if raw is None:
+            return None
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            if raw < 1:
+                self.r.error("wrong-type", where, "retry attempts must be at least 1")
+                return None
+            return RetryPolicy(max_attempts=raw)
+        if not isinstance(raw, dict):
+            self.r.error("wrong-type", where, "'retry' must be a number of attempts or a mapping "
+                         "(max_attempts, initial_interval, backoff_factor, max_interval, jitter, "
+                         "retry_on)")
+            return None
+        self.unknown_fields(raw, where, RETRY_FIELDS)
+        values: dict[str, Any] = {}
+        for key in ("max_attempts",):
+            if key in raw:
+                if not (isinstance(raw[key], int) and not isinstance(raw[key], bool)
+                        and raw[key] >= 1):
+                    self.r.error("wrong-type", (*where, key), f"'{key}' must be an integer >= 1")
+                else:
+                    values[key] = raw[key]
+        for key in ("initial_interval", "backoff_factor", "max_interval"):
+            if key in raw:
+                seconds = parse_duration(raw[key]) if key != "backoff_factor" else (
+                    float(raw[key]) if isinstance(raw[key], int | float)
+                    and not isinstance(raw[key], bool) and raw[key] >= 1 else None)
+                if seconds is None:
+                    self.r.error("wrong-type", (*where, key), f"'{key}' must be a positive number")
+                else:
+                    values[key] = seconds
+        if "jitter" in raw:
+            if isinstance(raw["jitter"], bool):
+                values["jitter"] = raw["jitter"]
+            else:
+                self.r.error("wrong-type", (*where, "jitter"), "'jitter' must be true or false")
+        if "retry_on" in raw:
+            kinds = raw["retry_on"]
+            kinds = [kinds] if isinstance(kinds, str) else kinds
+            if not isinstance(kinds, list):
+                self.r.error("wrong-type", (*where, "retry_on"), "'retry_on' must be a list")
+            else:
+                for i, kind in enumerate(kinds):
+                    if kind not in RETRY_KINDS:
+                        self.r.error("unknown-value", (*where, "retry_on", i),
+                                     f"unknown failure kind '{kind}'",
+                                     did_you_mean(str(kind), RETRY_KINDS)
+                                     or "use " + ", ".join(RETRY_KINDS))
+                values["retry_on"] = tuple(k for k in kinds if k in RETRY_KINDS)
+        return RetryPolicy(**values)
+
+    def outputs(self, raw: Any) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.r.error("wrong-type", ("outputs",), "'outputs' must map output names to "
+                         "expressions such as '${{ steps.summarize.outputs.summary }}'")
+            return {}
+        return {str(k): v for k, v in raw.items()}
+
+    # -- the graph --------------------------------------------------------------------------
+
+    def check_graph(self, steps: Sequence[Step]) -> None:
+        ids = [s.id for s in steps]
+        for step in steps:
+            for i, need in enumerate(step.needs):
+                where: PathKey = ("steps", step.index, "needs", i)
+                if "needs" in self.data["steps"][step.index] and isinstance(
+                        self.data["steps"][step.index]["needs"], str):
+                    where = ("steps", step.index, "needs")
+                if need not in ids:
+                    self.r.error("unknown-step", where, f"unknown step '{need}'",
+                                 did_you_mean(need, ids), subject=step.id)
+                elif need == step.id:
+                    self.r.error("cycle", where, f"step '{step.id}' needs itself",
+                                 subject=step.id)
+        cycle = find_cycle({s.id: [n for n in s.needs if n in ids and n != s.id] for s in steps})
+        if cycle:
+            first = next(s for s in steps if s.id == cycle[0])
+            self.r.error("cycle", ("steps", first.index, "needs"),
+                         "steps form a cycle: " + " -> ".join([*cycle, cycle[0]]),
+                         "remove one of these 'needs' so the steps can run in order",
+                         subject=first.id)
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def check_expressions(self, steps: Sequence[Step], inputs: Sequence[InputSpec],
+                          outputs: Mapping[str, Any]) -> None:
+        upstream = ancestors({s.id: s.needs for s in steps})
+        input_names = [i.name for i in inputs]
+        step_ids = [s.id for s in steps]
+        for step in steps:
+            base: PathKey = ("steps", step.index)
+            if step.if_ is not None:
+                node = self.parse_condition(step.if_, (*base, "if"))
+                if node is not None:
+                    self.check_node(node, (*base, "if"), 0, input_names, step_ids,
+                                    upstream.get(step.id, set()), in_condition=True,
+                                    current=step.id)
+            for path, template, _ in iter_templates(step.with_, (*base, "with"), self.r):
+                for part in template.expressions:
+                    self.check_node(part.node, path, part.offset, input_names, step_ids,
+                                    upstream.get(step.id, set()), current=step.id)
+        for path, template, _ in iter_templates(outputs, ("outputs",), self.r):
+            for part in template.expressions:
+                self.check_node(part.node, path, part.offset, input_names, step_ids,
+                                set(step_ids), current=None)
+
+    def parse_condition(self, text: str, where: PathKey) -> Node | None:
+        try:
+            if has_expression(text):
+                template = parse_template(text)
+                if not template.is_single_expression:
+                    self.r.error("expression-syntax", where, "'if' must be one expression; text "
+                                 "around '${{ }}' would always be true")
+                    return None
+                return template.expressions[0].node
+            return parse_expression(text)
+        except ExpressionSyntaxError as exc:
+            self.r.error("expression-syntax", where, f"invalid expression: {exc}",
+                         offset=exc.offset)
+            return None
+
+    def check_node(self, node: Node, where: PathKey, offset: int, input_names: Sequence[str],
+                   step_ids: Sequence[str], upstream: set[str], *, current: str | None,
+                   in_condition: bool = False) -> None:
+        for call in calls(node):
+            if call.func not in FUNCTION_NAMES:
+                self.r.error("unknown-function", where, f"unknown function '{call.func}'",
+                             did_you_mean(call.func, FUNCTION_NAMES),
+                             offset=offset + call.offset)
+            elif call.func in STATUS_FUNCTIONS and not in_condition:
+                self.r.error("unknown-function", where,
+                             f"{call.func}() can only be used in a step's 'if'",
+                             offset=offset + call.offset)
+            elif call.func in FUNCTIONS:
+                _, low, high, _ = FUNCTIONS[call.func]
+                if not low <= len(call.args) <= high:
+                    arity = str(low) if low == high else f"{low} to {high}"
+                    self.r.error("wrong-arguments", where,
+                                 f"{call.func}() takes {arity} arguments, not {len(call.args)}",
+                                 offset=offset + call.offset)
+        for ref in references(node):
+            col = offset + ref.offset
+            if ref.root not in ROOTS:
+                self.r.error("unknown-reference", where, f"unknown name '{ref.root}'",
+                             did_you_mean(ref.root, ROOTS) or "use inputs, context or steps",
+                             offset=col)
+            elif ref.root == "inputs":
+                if not ref.path:
+                    continue
+                name = str(ref.path[0])
+                if name not in input_names:
+                    self.r.error("unknown-input", where, f"input '{name}' is not declared",
+                                 did_you_mean(name, input_names)
+                                 or f"declare it under 'inputs:' (inputs: {name}: ...)",
+                                 offset=col)
+            elif ref.root == "steps":
+                self.check_step_ref(ref.path, where, col, step_ids, upstream, current)
+
+    def check_step_ref(self, path: tuple[str | int, ...], where: PathKey, col: int,
+                       step_ids: Sequence[str], upstream: set[str], current: str | None) -> None:
+        if not path:
+            return
+        target = str(path[0])
+        if target not in step_ids:
+            self.r.error("unknown-step", where, f"unknown step '{target}'",
+                         did_you_mean(target, step_ids), offset=col)
+            return
+        if target == current or target not in upstream:
+            self.r.error("not-upstream", where,
+                         f"step '{current}' uses steps.{target} but does not run after it",
+                         f"add '{target}' to the 'needs' of step '{current}'", offset=col)
+        if len(path) >= 2 and path[1] not in ("outputs", "output", "status"):
+            self.r.error("bad-reference", where,
+                         f"steps.{target}.{path[1]}: a step has 'outputs' and 'status'",
+                         did_you_mean(str(path[1]), ["outputs", "status"]), offset=col)
+
+
+def iter_templates(value: Any, where: PathKey, report: GroupReporter,
+                   ) -> list[tuple[PathKey, Template, str]]:
+    """Every string holding ``${{`` inside a nested value, parsed; syntax errors are reported."""
+    found: list[tuple[PathKey, Template, str]] = []
+    if isinstance(value, str):
+        if has_expression(value):
+            try:
+                found.append((where, parse_template(value), value))
+            except ExpressionSyntaxError as exc:
+                report.error("expression-syntax", where, f"invalid expression: {exc}",
+                             offset=exc.offset)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(iter_templates(item, (*where, str(key)), report))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(iter_templates(item, (*where, i), report))
+    return found
+
+
+def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """One cycle in a ``node -> upstream nodes`` graph, in order, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):]
+                return list(reversed(cycle))
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def ancestors(needs: Mapping[str, Sequence[str]]) -> dict[str, set[str]]:
+    """For each step, every step it transitively needs (cycles tolerated)."""
+    out: dict[str, set[str]] = {}
+
+    def collect(step: str, seen: set[str]) -> set[str]:
+        if step in out:
+            return out[step]
+        result: set[str] = set()
+        for need in needs.get(step, ()):
+            if need in seen or need not in needs:
+                continue
+            result.add(need)
+            result |= collect(need, seen | {need})
+        out[step] = result
+        return result
+
+    for step in needs:
+        collect(step, {step})
+    return out

@@ -1,0 +1,292 @@
+"""Checking groups against the library: skills and sub-groups exist, parameters fit their schemas.
+
+A group that passes here cannot fail at run time for a reason visible at load time: an unknown
+step or skill, a missing or unknown parameter, an output the skill does not declare, or a value
+whose type cannot match the parameter it feeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from skills._yaml import PathKey
+from skills.diagnostics import Diagnostic, did_you_mean
+from skills.model import Skill
+
+from groups.expressions import (
+    FUNCTIONS,
+    Binary,
+    Call,
+    ExprPart,
+    Index,
+    ListLit,
+    Lit,
+    Node,
+    Template,
+    Unary,
+    parse_template,
+    references,
+)
+from groups.loader import GroupReporter, find_cycle, iter_templates
+from groups.model import Group, Step
+
+
+def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[str, Group],
+                   text: str = "") -> list[Diagnostic]:
+    """Diagnostics for ``group`` given the library's active skills and its groups (by id)."""
+    report = GroupReporter(group.path, text or _read(group), group.source)
+    report.subject = group.id
+    input_types = {spec.name: spec.type for spec in group.inputs}
+    by_id = {step.id: step for step in group.steps}
+    for step in group.steps:
+        where: PathKey = ("steps", step.index)
+        target_skill = skills.get(step.skill) if step.skill else None
+        target_group = groups.get(step.group) if step.group else None
+        if step.skill and target_skill is None:
+            report.error("unknown-skill", (*where, "skill"), f"unknown skill '{step.skill}'",
+                         did_you_mean(step.skill, skills), subject=step.id)
+        if step.group and target_group is None:
+            report.error("unknown-group", (*where, "group"), f"unknown group '{step.group}'",
+                         did_you_mean(step.group, groups), subject=step.id)
+        if target_skill is not None and not target_skill.available:
+            report.warn("skill-unavailable", (*where, "skill"),
+                        f"skill '{target_skill.name}' is unavailable here: "
+                        + "; ".join(target_skill.availability.reasons), subject=step.id)
+        params, required, open_params = _parameters(target_skill, target_group)
+        if params is not None:
+            _check_parameters(step, where, params, required, open_params, report)
+            _check_types(step, where, params, skills, groups, by_id, input_types, report)
+        _check_output_refs(step.with_, (*where, "with"), skills, groups, by_id, report, step.id)
+        if step.if_ is not None and "${{" in step.if_:
+            _check_output_refs(step.if_, (*where, "if"), skills, groups, by_id, report, step.id)
+    _check_output_refs(group.outputs, ("outputs",), skills, groups, by_id, report, None)
+    cycle = _subgroup_cycle(group, groups)
+    if cycle:
+        report.error("group-cycle", (), "sub-groups call each other in a loop: "
+                     + " -> ".join(cycle), "a group may not call itself, directly or not")
+    return report.items
+
+
+def _read(group: Group) -> str:
+    try:
+        return group.path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _parameters(skill: Skill | None, group: Group | None
+                ) -> tuple[dict[str, Any] | None, tuple[str, ...], bool]:
+    """(declared parameters with their schemas, required names, extra parameters allowed)."""
+    if skill is not None:
+        if skill.inputs is None:
+            return None, (), True
+        props = dict(skill.input_properties())
+        extra = skill.inputs.get("additionalProperties", not props)
+        return props, skill.required_inputs(), extra is not False
+    if group is not None:
+        props = {spec.name: {"type": spec.type} for spec in group.inputs}
+        required = tuple(s.name for s in group.inputs if s.required and not s.has_default)
+        return props, required, False
+    return None, (), True
+
+
+def _check_parameters(step: Step, where: PathKey, params: Mapping[str, Any],
+                      required: tuple[str, ...], open_params: bool,
+                      report: GroupReporter) -> None:
+    target = f"{step.kind} '{step.target}'"
+    for name in step.with_:
+        if name not in params and not open_params:
+            report.error("unknown-parameter", (*where, "with", str(name)),
+                         f"{target} has no input '{name}'",
+                         did_you_mean(str(name), params) or "its inputs: " + ", ".join(params),
+                         key=True, subject=step.id)
+    missing = [name for name in required if name not in step.with_]
+    if missing:
+        report.error("missing-parameter", (*where, "with") if step.with_ else where,
+                     f"{target} needs input {', '.join(repr(m) for m in missing)}",
+                     "pass it under 'with:'", subject=step.id)
+
+
+def _check_types(step: Step, where: PathKey, params: Mapping[str, Any],
+                 skills: Mapping[str, Skill], groups: Mapping[str, Group],
+                 steps: Mapping[str, Step], input_types: Mapping[str, str],
+                 report: GroupReporter) -> None:
+    for name, value in step.with_.items():
+        schema = params.get(name)
+        if not isinstance(schema, Mapping):
+            continue
+        expected = _schema_types(schema)
+        path: PathKey = (*where, "with", str(name))
+        if isinstance(value, str) and "${{" in value:
+            try:
+                template = parse_template(value)
+            except Exception:  # already reported by the loader
+                continue
+            actual, origin = _template_type(template, skills, groups, steps, input_types)
+            if actual and expected and not _compatible(actual, expected):
+                report.error("type-mismatch", path,
+                             f"'{name}' expects {' or '.join(sorted(expected))} but "
+                             f"{origin} is {actual}", subject=step.id)
+            continue
+        errors = list(Draft202012Validator(dict(schema)).iter_errors(value)) if _literal(
+            value) else []
+        if errors:
+            report.error("type-mismatch", path,
+                         f"'{name}' does not fit the input schema: {errors[0].message}",
+                         subject=step.id)
+
+
+def _literal(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${{" not in value
+    if isinstance(value, dict):
+        return all(_literal(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_literal(v) for v in value)
+    return True
+
+
+def _schema_types(schema: Mapping[str, Any]) -> set[str]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    return set()
+
+
+def _compatible(actual: str, expected: set[str]) -> bool:
+    if actual in expected:
+        return True
+    return actual == "integer" and "number" in expected
+
+
+def _template_type(template: Template, skills: Mapping[str, Skill], groups: Mapping[str, Group],
+                   steps: Mapping[str, Step], input_types: Mapping[str, str]
+                   ) -> tuple[str | None, str]:
+    if not template.is_single_expression:
+        return "string", "the text with '${{ }}' in it"
+    part = template.parts[0]
+    assert isinstance(part, ExprPart)
+    return _node_type(part.node, skills, groups, steps, input_types), f"'{part.source.strip()}'"
+
+
+def _node_type(node: Node, skills: Mapping[str, Skill], groups: Mapping[str, Group],
+               steps: Mapping[str, Step], input_types: Mapping[str, str]) -> str | None:
+    """The static type of an expression where it is known, else None."""
+    if isinstance(node, Lit):
+        value = node.value
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "boolean"
+        return "integer" if isinstance(value, int) else (
+            "number" if isinstance(value, float) else "string")
+    if isinstance(node, ListLit):
+        return "array"
+    if isinstance(node, Unary):
+        return "boolean" if node.op == "!" else "number"
+    if isinstance(node, Binary):
+        if node.op in ("==", "!=", "<", "<=", ">", ">="):
+            return "boolean"
+        if node.op == "+":
+            left = _node_type(node.left, skills, groups, steps, input_types)
+            right = _node_type(node.right, skills, groups, steps, input_types)
+            if "string" in (left, right):
+                return "string"
+            if left == right == "integer":
+                return "integer"
+            if left in ("integer", "number") and right in ("integer", "number"):
+                return "number"
+        return None
+    if isinstance(node, Call):
+        entry = FUNCTIONS.get(node.func)
+        return (entry[3] or None) if entry else "boolean"
+    if isinstance(node, Index) and not isinstance(node.key, Lit):
+        return None
+    refs = list(references(node))
+    if len(refs) != 1:
+        return None
+    ref = refs[0]
+    if ref.root == "inputs" and len(ref.path) == 1:
+        return input_types.get(str(ref.path[0]))
+    if ref.root == "steps" and len(ref.path) == 3 and ref.path[1] in ("outputs", "output"):
+        schema = _output_schema(steps.get(str(ref.path[0])), skills, groups, str(ref.path[2]))
+        if schema is not None:
+            types = _schema_types(schema)
+            return next(iter(types)) if len(types) == 1 else None
+    if ref.root == "steps" and len(ref.path) == 2 and ref.path[1] == "status":
+        return "string"
+    return None
+
+
+def _output_schema(step: Step | None, skills: Mapping[str, Skill], groups: Mapping[str, Group],
+                   name: str) -> Mapping[str, Any] | None:
+    if step is None or step.skill is None:
+        return None
+    skill = skills.get(step.skill)
+    if skill is None:
+        return None
+    schema = skill.output_properties().get(name)
+    return schema if isinstance(schema, Mapping) else None
+
+
+def _declared_outputs(step: Step, skills: Mapping[str, Skill],
+                      groups: Mapping[str, Group]) -> list[str] | None:
+    """Output names a step is known to produce, or None when it does not say."""
+    if step.skill:
+        skill = skills.get(step.skill)
+        if skill is None or skill.outputs is None:
+            return None
+        if skill.outputs.get("additionalProperties") is True:
+            return None
+        props = skill.output_properties()
+        return list(props) if props else None
+    group = groups.get(step.group or "")
+    return list(group.outputs) if group is not None else None
+
+
+def _check_output_refs(value: Any, where: PathKey, skills: Mapping[str, Skill],
+                       groups: Mapping[str, Group], steps: Mapping[str, Step],
+                       report: GroupReporter, subject: str | None) -> None:
+    sink = GroupReporter(report.path, "")  # syntax errors were reported by the loader
+    for path, template, _ in iter_templates(value, where, sink):
+        for part in template.expressions:
+            for ref in references(part.node):
+                if ref.root != "steps" or len(ref.path) < 3:
+                    continue
+                if ref.path[1] not in ("outputs", "output"):
+                    continue
+                step = steps.get(str(ref.path[0]))
+                if step is None:
+                    continue
+                declared = _declared_outputs(step, skills, groups)
+                name = str(ref.path[2])
+                if declared is not None and name not in declared:
+                    report.error("unknown-output", path,
+                                 f"{step.kind} '{step.target}' of step '{step.id}' has no output "
+                                 f"'{name}'", did_you_mean(name, declared)
+                                 or "its outputs: " + ", ".join(declared),
+                                 offset=part.offset + ref.offset, subject=subject)
+
+
+def _subgroup_cycle(group: Group, groups: Mapping[str, Group]) -> list[str] | None:
+    graph: dict[str, list[str]] = {}
+    stack = [group.id]
+    while stack:
+        gid = stack.pop()
+        if gid in graph:
+            continue
+        current = group if gid == group.id else groups.get(gid)
+        children = [s.group for s in current.steps if s.group] if current else []
+        graph[gid] = [c for c in children if c is not None]
+        stack.extend(graph[gid])
+    cycle = find_cycle(graph)
+    if not cycle or group.id not in cycle:
+        return None
+    calls_in_order = list(reversed(cycle))  # find_cycle lists a dependency graph's run order
+    start = calls_in_order.index(group.id)
+    ordered = calls_in_order[start:] + calls_in_order[:start]
+    return [*ordered, ordered[0]]

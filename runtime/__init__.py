@@ -1,0 +1,1 @@
+"""Runtime: the runner, executors, injection, the CLI and the servers."""

@@ -1,0 +1,116 @@
+"""The ``skillgrove`` command line.
+
+Exit codes: 0 success (``check``: no errors), 1 problems found or the command failed, 2 usage error.
+A user mistake is printed as a diagnostic, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from groups.library import Library, load_library
+from skills.diagnostics import Severity
+from skills.errors import SkillgroveError
+from skills.loader import LoadOptions
+from skills.safety import RULES_BY_ID, SafetyPolicy
+
+from runtime.paths import default_paths
+
+
+def _add_library_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                        help="library folders or group files, earliest first "
+                             "(default: $SKILLGROVE_PATH, else the bundled library)")
+    parser.add_argument("--allow-rule", action="append", default=[], metavar="RULE",
+                        choices=sorted(RULES_BY_ID),
+                        help="switch off one safety rule for a library you trust (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skillgrove",
+        description="Group-structured skill graph: find the toolbox for a task, run it, inject it.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    check = sub.add_parser("check", help="list every problem of a library of skills and groups")
+    _add_library_args(check)
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.add_argument("--quiet", "-q", action="store_true", help="errors only, no warnings")
+    check.set_defaults(handler=cmd_check)
+    return parser
+
+
+def _load(args: argparse.Namespace) -> Library:
+    paths = args.paths or default_paths()
+    options = LoadOptions(safety=SafetyPolicy(allow=frozenset(args.allow_rule)))
+    return load_library(paths, options)
+
+
+def summarize(library: Library) -> dict[str, Any]:
+    catalog = library.catalog
+    rejected = Counter(rule for load in catalog.rejected for rule in load.rejected_by)
+    return {
+        "skill_files": len(catalog.loads),
+        "skills_loaded": len(catalog.skills),
+        "skills_unavailable": sum(1 for s in catalog.skills if not s.available),
+        "skills_rejected": len(catalog.rejected),
+        "rejected_by_rule": dict(sorted(rejected.items())),
+        "shadowed": len(catalog.shadowed),
+        "group_files": len(library.group_loads),
+        "groups_valid": len(library.groups),
+        "errors": len(library.errors),
+        "warnings": len(library.warnings),
+    }
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    library = _load(args)
+    summary = summarize(library)
+    if args.json:
+        payload = {
+            "ok": not library.errors,
+            "roots": [str(r) for r in library.roots],
+            "summary": summary,
+            "diagnostics": [d.to_dict() for d in library.diagnostics
+                            if not (args.quiet and d.severity is not Severity.ERROR)],
+        }
+        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return 1 if library.errors else 0
+    for diagnostic in library.diagnostics:
+        if args.quiet and diagnostic.severity is not Severity.ERROR:
+            continue
+        out.write(diagnostic.format() + "\n")
+    rejected = ", ".join(f"{rule} {n}" for rule, n in summary["rejected_by_rule"].items())
+    out.write(
+        f"\n{summary['skill_files']} SKILL.md files: {summary['skills_loaded']} loaded "
+        f"({summary['skills_unavailable']} unavailable here), {summary['skills_rejected']} rejected"
+        + (f" ({rejected})" if rejected else "")
+        + f"; {summary['group_files']} group files: {summary['groups_valid']} valid\n"
+        f"{summary['errors']} errors, {summary['warnings']} warnings\n")
+    return 1 if library.errors else 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    stream = out or sys.stdout
+    try:
+        code: int = args.handler(args, stream)
+    except SkillgroveError as exc:
+        sys.stderr.write(f"skillgrove: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("skillgrove: interrupted\n")
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Shared test setup.
+
+Tests marked ``neo4j`` need the real Neo4j server that ``.ci/test`` starts; they are skipped with
+a clear reason when it is not running (``.ci/run`` then fails the build, so CI cannot pass without
+them).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpora" / "skills"
+NEO4J_URI = os.environ.get("SKILLGROVE_NEO4J_URI", "bolt://127.0.0.1:7687")
+
+
+def _neo4j_listening() -> bool:
+    parsed = urlparse(NEO4J_URI)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 7687), 1):
+            return True
+    except OSError:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("neo4j") for item in items):
+        return
+    if _neo4j_listening():
+        return
+    skip = pytest.mark.skip(reason=f"no Neo4j server at {NEO4J_URI}; run .ci/test")
+    for item in items:
+        if item.get_closest_marker("neo4j"):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def fixture_library() -> Path:
+    return FIXTURES / "library"

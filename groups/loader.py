@@ -433,6 +433,8 @@ class _GroupParser:
                                  subject=step.id)
         cycle = find_cycle({s.id: [n for n in s.needs if n in ids and n != s.id] for s in steps})
         if cycle:
+            start = min(range(len(cycle)), key=lambda i: ids.index(cycle[i]))
+            cycle = cycle[start:] + cycle[:start]
             first = next(s for s in steps if s.id == cycle[0])
             self.r.error("cycle", ("steps", first.index, "needs"),
                          "steps form a cycle: " + " -> ".join([*cycle, cycle[0]]),
@@ -449,9 +451,10 @@ class _GroupParser:
         for step in steps:
             base: PathKey = ("steps", step.index)
             if step.if_ is not None:
-                node = self.parse_condition(step.if_, (*base, "if"))
-                if node is not None:
-                    self.check_node(node, (*base, "if"), 0, input_names, step_ids,
+                parsed = self.parse_condition(step.if_, (*base, "if"))
+                if parsed is not None:
+                    node, offset = parsed
+                    self.check_node(node, (*base, "if"), offset, input_names, step_ids,
                                     upstream.get(step.id, set()), in_condition=True,
                                     current=step.id)
             for path, template, _ in iter_templates(step.with_, (*base, "with"), self.r):
@@ -463,7 +466,8 @@ class _GroupParser:
                 self.check_node(part.node, path, part.offset, input_names, step_ids,
                                 set(step_ids), current=None)
 
-    def parse_condition(self, text: str, where: PathKey) -> Node | None:
+    def parse_condition(self, text: str, where: PathKey) -> tuple[Node, int] | None:
+        """The condition's expression and its offset in the string (``${{ }}`` is optional)."""
         try:
             if has_expression(text):
                 template = parse_template(text)
@@ -471,8 +475,9 @@ class _GroupParser:
                     self.r.error("expression-syntax", where, "'if' must be one expression; text "
                                  "around '${{ }}' would always be true")
                     return None
-                return template.expressions[0].node
-            return parse_expression(text)
+                part = template.expressions[0]
+                return part.node, part.offset
+            return parse_expression(text), 0
         except ExpressionSyntaxError as exc:
             self.r.error("expression-syntax", where, f"invalid expression: {exc}",
                          offset=exc.offset)

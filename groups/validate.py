@@ -203,7 +203,7 @@ def _node_type(node: Node, skills: Mapping[str, Skill], groups: Mapping[str, Gro
         return None
     if isinstance(node, Call):
         entry = FUNCTIONS.get(node.func)
-        return (entry[3] or None) if entry else "boolean"
+        return (entry[3] or None) if entry else None
     if isinstance(node, Index) and not isinstance(node.key, Lit):
         return None
     refs = list(references(node))

@@ -34,13 +34,13 @@ CASES = [
      HEAD + "steps:\n  - id: a\n    skill: summarize-text\n    with: {text: t}\n"
      "  - id: b\n    skill: summarize-text\n    with:\n"
      "      text: ${{ steps.a.outputs.summary }}\n",
-     "not-upstream", 12, 17, "steps[1].with.text: step 'b' uses steps.a but does not run after it",
+     "not-upstream", 11, 17, "steps[1].with.text: step 'b' uses steps.a but does not run after it",
      "add 'a' to the 'needs' of step 'b'"),
     ("output the skill does not declare",
      HEAD + "steps:\n  - id: a\n    skill: summarize-text\n    with: {text: t}\n"
      "  - id: b\n    skill: summarize-text\n    needs: [a]\n    with:\n"
      "      text: ${{ steps.a.outputs.sumary }}\n",
-     "unknown-output", 13, 17,
+     "unknown-output", 12, 17,
      "steps[1].with.text: skill 'summarize-text' of step 'a' has no output 'sumary'",
      "did you mean 'summary'?"),
     ("type mismatch between declared schemas",
@@ -48,7 +48,7 @@ CASES = [
      "  - id: s\n    skill: summarize-text\n    needs: [pdf]\n    with:\n"
      "      text: ${{ steps.pdf.outputs.text }}\n"
      "      max_sentences: ${{ steps.pdf.outputs.text }}\n",
-     "type-mismatch", 14, 22,
+     "type-mismatch", 13, 22,
      "steps[1].with.max_sentences: 'max_sentences' expects integer but "
      "'steps.pdf.outputs.text' is string", None),
     ("literal of the wrong type",
@@ -113,7 +113,7 @@ CASES = [
     ("yaml syntax",
      HEAD + "steps:\n  - id: s\n    skill: summarize-text\n    with:\n"
      "      text: Summary: ${{ inputs.x }}\n",
-     "yaml-syntax", 8, 20, "not valid YAML: mapping values are not allowed here",
+     "yaml-syntax", 8, 20, "not valid YAML: mapping values are not allowed in this context",
      "quote the whole value: an unquoted ': ' starts a new mapping"),
     ("missing description",
      "id: g\nexamples: [e]\nsteps:\n  - id: s\n    skill: summarize-text\n    with: {text: t}\n",
@@ -166,8 +166,8 @@ def test_sub_group_parameters_are_checked(tmp_path: Path) -> None:
                 "  - id: report\n    group: report-analysis\n    with:\n      pdf: x.pdf\n")
     errors = [d for d in load_library([root]).errors]
     assert [(d.rule, d.message) for d in errors] == [
-        ("unknown-parameter", "steps[0].with.pdf: group 'report-analysis' has no input 'pdf'"),
         ("missing-parameter", "steps[0].with: group 'report-analysis' needs input 'pdf_path'"),
+        ("unknown-parameter", "steps[0].with.pdf: group 'report-analysis' has no input 'pdf'"),
     ]
 
 

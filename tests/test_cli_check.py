@@ -1,0 +1,85 @@
+"""``skillgrove check``: exit codes, text and JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from runtime.cli import main
+from runtime.paths import bundled_library
+from tests.helpers import copy_fixture_library, write_group
+
+
+def run(args: list[str]) -> tuple[int, str]:
+    out = StringIO()
+    return main(args, out), out.getvalue()
+
+
+def test_clean_library_exits_zero(fixture_library: Path) -> None:
+    code, text = run(["check", str(fixture_library)])
+    assert code == 0
+    assert "4 SKILL.md files: 4 loaded (0 unavailable here), 0 rejected; 1 group files: 1 valid" \
+        in text
+    assert "0 errors, 0 warnings" in text
+
+
+def test_bundled_library_is_clean() -> None:
+    code, text = run(["check", str(bundled_library())])
+    assert code == 0, text
+
+
+def test_errors_exit_one_with_file_line_column(tmp_path: Path) -> None:
+    root = copy_fixture_library(tmp_path)
+    path = write_group(root, "bad.yaml", "id: bad\ndescription: d\nexamples: [x]\nsteps:\n"
+                       "  - id: a\n    skill: summarise-text\n")
+    code, text = run(["check", str(root)])
+    assert code == 1
+    assert (f"{path}:6:12: error: steps[0].skill: unknown skill 'summarise-text' "
+            "(did you mean 'summarize-text'?) [unknown-skill]") in text.splitlines()
+
+
+def test_json_output(tmp_path: Path) -> None:
+    root = copy_fixture_library(tmp_path)
+    write_group(root, "bad.yaml", "id: bad\ndescription: d\nexamples: [x]\nsteps:\n"
+                "  - id: a\n    skill: summarise-text\n")
+    code, text = run(["check", str(root), "--json"])
+    payload = json.loads(text)
+    assert code == 1 and payload["ok"] is False
+    assert payload["summary"]["groups_valid"] == 1
+    assert payload["diagnostics"][0] == {
+        "severity": "error", "rule": "unknown-skill",
+        "message": "steps[0].skill: unknown skill 'summarise-text'",
+        "path": str(root / "groups" / "bad.yaml"), "line": 6, "column": 12,
+        "hint": "did you mean 'summarize-text'?", "subject": "a"}
+
+
+def test_a_group_file_can_be_checked_alone(fixture_library: Path) -> None:
+    code, text = run(["check", str(fixture_library / "groups" / "report-analysis.yaml")])
+    assert code == 0, text
+
+
+def test_missing_path_is_an_error(tmp_path: Path) -> None:
+    code, text = run(["check", str(tmp_path / "nope")])
+    assert code == 1
+    assert "no such file or folder" in text
+
+
+def test_usage_error_exits_two() -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--no-such-flag"])
+    assert info.value.code == 2
+
+
+def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "SKILL.md").write_text("---\nname: s\ndescription: x: y\n---\n")
+    result = subprocess.run([sys.executable, "-m", "runtime.cli", "check", str(tmp_path)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "SKILL.md:3:15: error: frontmatter is not valid YAML" in result.stdout

@@ -26,6 +26,7 @@ around or between expressions makes the result a string. A missing property yiel
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,10 +72,7 @@ def tokenize(text: str) -> list[Token]:
         if kind == "num":
             tokens.append(Token("num", float(raw) if re.search(r"[.eE]", raw) else int(raw), pos))
         elif kind == "str":
-            if raw[0] == "'":
-                value = raw[1:-1].replace("''", "'")
-            else:
-                value = json.loads(raw)
+            value = raw[1:-1].replace("''", "'") if raw[0] == "'" else json.loads(raw)
             tokens.append(Token("str", value, pos))
         elif kind == "name":
             if raw in _WORD_OPS:
@@ -528,21 +526,18 @@ def _equal(a: Any, b: Any) -> bool:
 
 def _compare(op: str, a: Any, b: Any, offset: int) -> bool:
     numeric = (int, float)
-    if isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) \
-            and not isinstance(b, bool):
-        pass
-    elif isinstance(a, str) and isinstance(b, str):
+    if (isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) \
+            and not isinstance(b, bool)) or (isinstance(a, str) and isinstance(b, str)):
         pass
     else:
         raise ExpressionEvalError(
             f"cannot compare {_type_of(a)} with {_type_of(b)} using '{op}' (at {offset})")
-    if op == "<":
-        return bool(a < b)
-    if op == "<=":
-        return bool(a <= b)
-    if op == ">":
-        return bool(a > b)
-    return bool(a >= b)
+    return bool(_ORDERING[op](a, b))
+
+
+_ORDERING: Mapping[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
 
 
 def _type_of(value: Any) -> str:

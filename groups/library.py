@@ -15,14 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from skills.diagnostics import Diagnostic, Severity, sort_key
-from skills.errors import LibraryError
-from skills.loader import LoadOptions, SkillCatalog, discover_skills
-from skills.model import Skill
-
 from groups.loader import GroupLoad, load_group_file
 from groups.model import Group
 from groups.validate import validate_group
+from skills.diagnostics import Diagnostic, Severity, sort_key
+from skills.errors import LibraryError
+from skills.loader import DEFAULT_OPTIONS, LoadOptions, SkillCatalog, discover_skills
+from skills.model import Skill
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 GROUP_SUFFIXES = (".yaml", ".yml")
@@ -95,7 +94,7 @@ def split_paths(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     return roots, files
 
 
-def load_library(paths: Sequence[Path], options: LoadOptions = LoadOptions()) -> Library:
+def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) -> Library:
     """Load and check every skill and group under ``paths`` (folders, or group files)."""
     diagnostics: list[Diagnostic] = []
     roots, named_files = split_paths(paths)

@@ -13,11 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
-from skills.diagnostics import Diagnostic, Severity, did_you_mean
-from skills.errors import ExpressionSyntaxError
-from skills.model import content_hash
-
 from groups.expressions import (
     FUNCTION_NAMES,
     FUNCTIONS,
@@ -32,6 +27,10 @@ from groups.expressions import (
     references,
 )
 from groups.model import INPUT_TYPES, RETRY_KINDS, Group, InputSpec, RetryPolicy, Step
+from skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skills.diagnostics import Diagnostic, Severity, did_you_mean
+from skills.errors import ExpressionSyntaxError
+from skills.model import content_hash
 
 GROUP_FIELDS = ("id", "name", "description", "examples", "inputs", "steps", "outputs", "tags",
                 "version")
@@ -434,10 +433,10 @@ class _GroupParser:
         cycle = find_cycle({s.id: [n for n in s.needs if n in ids and n != s.id] for s in steps})
         if cycle:
             start = min(range(len(cycle)), key=lambda i: ids.index(cycle[i]))
-            cycle = cycle[start:] + cycle[:start]
-            first = next(s for s in steps if s.id == cycle[0])
+            ordered = cycle[start:] + cycle[:start]
+            first = next(s for s in steps if s.id == ordered[0])
             self.r.error("cycle", ("steps", first.index, "needs"),
-                         "steps form a cycle: " + " -> ".join([*cycle, cycle[0]]),
+                         "steps form a cycle: " + " -> ".join([*ordered, ordered[0]]),
                          "remove one of these 'needs' so the steps can run in order",
                          subject=first.id)
 

@@ -11,9 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from skills._yaml import PathKey
-from skills.diagnostics import Diagnostic, did_you_mean
-from skills.model import Skill
 
 from groups.expressions import (
     FUNCTIONS,
@@ -31,6 +28,9 @@ from groups.expressions import (
 )
 from groups.loader import GroupReporter, find_cycle, iter_templates
 from groups.model import Group, Step
+from skills._yaml import PathKey
+from skills.diagnostics import Diagnostic, did_you_mean
+from skills.model import Skill
 
 
 def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[str, Group],

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from groups.library import Library, load_library
+from runtime.paths import default_paths
 from skills.diagnostics import Severity
 from skills.errors import SkillgroveError
 from skills.loader import LoadOptions
 from skills.safety import RULES_BY_ID, SafetyPolicy
-
-from runtime.paths import default_paths
 
 
 def _add_library_args(parser: argparse.ArgumentParser) -> None:

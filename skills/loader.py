@@ -50,16 +50,22 @@ _REQUIRES_ALIASES = {"anyBins": "any_bins", "any-bins": "any_bins"}
 _OS_ALIASES = {"macos": "darwin", "mac": "darwin", "osx": "darwin", "windows": "win32", "win": "win32"}
 
 
+DEFAULT_SAFETY = SafetyPolicy()
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """How skills are loaded. Everything that touches the machine can be swapped in tests."""
 
-    safety: SafetyPolicy = SafetyPolicy()
+    safety: SafetyPolicy = DEFAULT_SAFETY
     write_ids: bool = False
     """Write a ``.skill_id`` sidecar for skills that have none (indexing does; ``check`` does not)."""
     environ: Mapping[str, str] | None = None
     which: Callable[[str], str | None] = shutil.which
     platform: str = sys.platform
+
+
+DEFAULT_OPTIONS = LoadOptions()
 
 
 @dataclass(frozen=True)
@@ -155,11 +161,11 @@ def split_frontmatter(text: str, out: _Collector) -> Frontmatter | None:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         first = next((ln.strip() for ln in lines if ln.strip()), "")
-        hint = "start the file with a '---' line, then 'name:' and 'description:', then '---'"
+        advice = "start the file with a '---' line, then 'name:' and 'description:', then '---'"
         if first == "---":
-            hint = "the '---' line must be the very first line of the file"
+            advice = "the '---' line must be the very first line of the file"
         out.error("frontmatter-missing", "no YAML frontmatter at the top of SKILL.md",
-                  line=1, column=1, hint=hint)
+                  line=1, column=1, hint=advice)
         return None
     end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
     if end is None:
@@ -169,7 +175,7 @@ def split_frontmatter(text: str, out: _Collector) -> Frontmatter | None:
     try:
         located = load_located("\n".join(lines[1:end]), line_offset=1)
     except YamlSyntaxError as exc:
-        hint = None
+        hint: str | None = None
         if "mapping values are not allowed" in exc.message:
             hint = "a value containing ': ' must be quoted, e.g. description: \"Use when: ...\""
         out.error("frontmatter-invalid-yaml", f"frontmatter is not valid YAML: {exc.message}",
@@ -183,7 +189,7 @@ def split_frontmatter(text: str, out: _Collector) -> Frontmatter | None:
     return Frontmatter(located.value, located.source, end + 2, located.duplicate_keys)
 
 
-def load_skill(skill_file: Path, root: Path, options: LoadOptions = LoadOptions()) -> SkillLoad:
+def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTIONS) -> SkillLoad:
     """Load one SKILL.md. Never raises for problems in the file: they come back as diagnostics."""
     out = _Collector(skill_file)
     folder = skill_file.parent
@@ -577,7 +583,7 @@ def find_skill_files(root: Path, out: list[Diagnostic]) -> list[Path]:
     return found
 
 
-def discover_skills(roots: Sequence[Path], options: LoadOptions = LoadOptions()) -> SkillCatalog:
+def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) -> SkillCatalog:
     """Load every skill under ``roots``, earlier roots taking precedence for a name."""
     loads: list[SkillLoad] = []
     diagnostics: list[Diagnostic] = []

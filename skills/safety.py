@@ -15,11 +15,11 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     BLOCK = "block"
     WARN = "warn"
 

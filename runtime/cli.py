@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from groups.library import Library, load_library
+from runtime import commands
 from runtime.paths import default_paths
 from skills.diagnostics import Severity
 from skills.errors import SkillgroveError
@@ -43,12 +44,51 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.add_argument("--quiet", "-q", action="store_true", help="errors only, no warnings")
     check.set_defaults(handler=cmd_check)
+
+    index = sub.add_parser("index", help="index a library into the skill graph")
+    _add_library_args(index)
+    _add_store_args(index)
+    index.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    index.set_defaults(handler=commands.cmd_index)
+
+    search = sub.add_parser("search", help="find the toolbox (a group, or skills) for a request")
+    search.add_argument("request", help="what the user wants done")
+    search.add_argument("--context", type=Path, metavar="FILE",
+                        help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    search.add_argument("-k", type=int, default=10, help="how many skills to rank (default 10)")
+    _add_store_args(search)
+    search.set_defaults(handler=commands.cmd_search)
+
+    graph = sub.add_parser("graph", help="look at the skill graph")
+    graph_sub = graph.add_subparsers(dest="graph_command", metavar="COMMAND")
+    graph_sub.required = True
+    neighbors = graph_sub.add_parser("neighbors", help="edges and neighbours of a skill or group")
+    neighbors.add_argument("id", help="skill name or id, or group id")
+    _add_store_args(neighbors)
+    neighbors.set_defaults(handler=commands.cmd_neighbors)
+    export = graph_sub.add_parser("export", help="a group's DAG as Mermaid or DOT")
+    export.add_argument("group", help="group id")
+    export.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    _add_store_args(export)
+    export.set_defaults(handler=commands.cmd_export)
     return parser
 
 
-def _load(args: argparse.Namespace) -> Library:
+def _add_store_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", type=Path, default=None, metavar="DIR",
+                        help="where the embedded index lives (default: $SKILLGROVE_INDEX, "
+                             "else ./.skillgrove)")
+    parser.add_argument("--store", choices=["embedded", "neo4j"], default="embedded",
+                        help="graph store (default: embedded, no server)")
+    parser.add_argument("--model", default=None,
+                        help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")
+
+
+def load_from_args(args: argparse.Namespace, *, write_ids: bool = False) -> Library:
     paths = args.paths or default_paths()
-    options = LoadOptions(safety=SafetyPolicy(allow=frozenset(args.allow_rule)))
+    options = LoadOptions(safety=SafetyPolicy(allow=frozenset(args.allow_rule)),
+                          write_ids=write_ids)
     return load_library(paths, options)
 
 
@@ -70,7 +110,7 @@ def summarize(library: Library) -> dict[str, Any]:
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    library = _load(args)
+    library = load_from_args(args)
     summary = summarize(library)
     if args.json:
         payload = {

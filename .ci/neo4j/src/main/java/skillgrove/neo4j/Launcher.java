@@ -48,6 +48,8 @@ public final class Launcher {
                 .setConfig(HttpConnector.enabled, false)
                 .setConfig(HttpsConnector.enabled, false)
                 .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                // Usage reporting would phone home to neo4j.com; only loopback traffic is allowed here.
+                .setConfig(GraphDatabaseSettings.udc_enabled, false)
                 // Default sizing assumes a dedicated machine; CI shares 2 cores / 24 GiB.
                 .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(128))
                 // Preallocating 256 MiB tx logs costs disk and startup time for no gain here.

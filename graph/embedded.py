@@ -1,0 +1,201 @@
+"""The embedded store: networkx in memory, one SQLite file on disk. No server; the default.
+
+The SQLite file is the source of truth, so a second process opens the index without rebuilding
+anything: it reads the nodes, edges and vectors back (a few hundred milliseconds for thousands of
+skills) and builds the lexical index in memory. A sync is one SQLite transaction, so a failed or
+interrupted sync leaves the previous graph intact.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+import networkx as nx
+import numpy as np
+
+from graph.bm25 import BM25
+from graph.embeddings import Vectors
+from graph.errors import StoreError
+from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from graph.text import tokenize
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS node (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL,
+    content_hash TEXT NOT NULL, data TEXT NOT NULL, vector BLOB);
+CREATE TABLE IF NOT EXISTS edge (
+    kind TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, grp TEXT NOT NULL DEFAULT '',
+    weight REAL NOT NULL, props TEXT NOT NULL, PRIMARY KEY (kind, src, dst, grp));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class EmbeddedStore:
+    """``EmbeddedStore(Path(".skillgrove/graph.sqlite"))``; ``EmbeddedStore(None)`` is in memory."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False)
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the index at {path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._load()
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        graph = nx.MultiDiGraph()
+        self._nodes: dict[str, NodeRecord] = {}
+        self._vectors: dict[str, Vectors] = {}
+        for nid, kind, name, text, digest, data, blob in self._db.execute(
+                "SELECT id, kind, name, text, content_hash, data, vector FROM node ORDER BY id"):
+            record = NodeRecord(nid, NodeKind(kind), name, text, digest, json.loads(data))
+            self._nodes[nid] = record
+            graph.add_node(nid, kind=kind)
+            if blob is not None:
+                self._vectors[nid] = np.frombuffer(blob, dtype=np.float32)
+        self._edges: dict[tuple[str, str, str, str], Edge] = {}
+        for kind, src, dst, grp, weight, props in self._db.execute(
+                "SELECT kind, src, dst, grp, weight, props FROM edge ORDER BY kind, src, dst, grp"):
+            edge = Edge(EdgeKind(kind), src, dst, weight, json.loads(props))
+            self._edges[edge.key] = edge
+            graph.add_edge(src, dst, key=(kind, grp), edge=edge)
+        self._graph = graph
+        self._indexes: dict[NodeKind, _KindIndex] = {}
+
+    def _index(self, kind: NodeKind) -> _KindIndex:
+        index = self._indexes.get(kind)
+        if index is None:
+            records = [r for r in self._nodes.values() if r.kind is kind]
+            index = _KindIndex(records, self._vectors)
+            self._indexes[kind] = index
+        return index
+
+    # -- the Protocol -------------------------------------------------------------------------
+
+    def sync(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+             edges: Sequence[Edge]) -> SyncReport:
+        with self._lock:
+            wanted = {n.id: n for n in nodes}
+            added = [n for n in nodes if n.id not in self._nodes]
+            updated = [n for n in nodes if n.id in self._nodes
+                       and self._nodes[n.id].content_hash != n.content_hash]
+            removed = [nid for nid in self._nodes if nid not in wanted]
+            for record in (*added, *updated):
+                if record.id not in vectors and record.id not in self._vectors:
+                    raise StoreError(f"sync: no vector for node {record.id!r}")
+            wanted_edges = {e.key: e for e in edges}
+            new_edges = [e for k, e in wanted_edges.items()
+                         if k not in self._edges or _edge_changed(self._edges[k], e)]
+            gone_edges = [k for k in self._edges if k not in wanted_edges]
+            try:
+                with self._db:
+                    self._db.executemany("DELETE FROM node WHERE id = ?", [(i,) for i in removed])
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO node VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(n.id, n.kind.value, n.name, n.text, n.content_hash,
+                          json.dumps(dict(n.data), ensure_ascii=False, sort_keys=True),
+                          _vector_blob(vectors.get(n.id), self._vectors.get(n.id)))
+                         for n in (*added, *updated)])
+                    self._db.executemany(
+                        "DELETE FROM edge WHERE kind = ? AND src = ? AND dst = ? AND grp = ?",
+                        gone_edges)
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO edge VALUES (?, ?, ?, ?, ?, ?)",
+                        [(*e.key, e.weight, json.dumps(dict(e.props), sort_keys=True))
+                         for e in new_edges])
+            except sqlite3.Error as exc:
+                raise StoreError(f"sync failed, the previous index is intact: {exc}") from exc
+            self._load()
+            return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
+                              tuple(removed), len(nodes) - len(added) - len(updated),
+                              len(new_edges), len(gone_edges))
+
+    def node(self, node_id: str) -> NodeRecord | None:
+        return self._nodes.get(node_id)
+
+    def nodes(self, kind: NodeKind | None = None) -> list[NodeRecord]:
+        return [n for n in self._nodes.values() if kind is None or n.kind is kind]
+
+    def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
+        return [e for e in self._edges.values() if kind is None or e.kind is kind]
+
+    def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
+                  ) -> list[tuple[Edge, NodeRecord]]:
+        if node_id not in self._graph:
+            return []
+        out: list[tuple[Edge, NodeRecord]] = []
+        for _, other, data in self._graph.out_edges(node_id, data=True):
+            edge: Edge = data["edge"]
+            if kinds is None or edge.kind in kinds:
+                out.append((edge, self._nodes[other]))
+        for other, _, data in self._graph.in_edges(node_id, data=True):
+            edge = data["edge"]
+            if kinds is None or edge.kind in kinds:
+                out.append((edge, self._nodes[other]))
+        return out
+
+    def vector_search(self, kind: NodeKind, vector: Vectors, k: int) -> list[tuple[str, float]]:
+        return self._index(kind).vector_top(vector, k)
+
+    def text_search(self, kind: NodeKind, query: str, k: int) -> list[tuple[str, float]]:
+        return self._index(kind).text_top(query, k)
+
+    def vector(self, node_id: str) -> Vectors | None:
+        return self._vectors.get(node_id)
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _edge_changed(old: Edge, new: Edge) -> bool:
+    return old.weight != new.weight or dict(old.props) != dict(new.props)
+
+
+def _vector_blob(new: Vectors | None, old: Vectors | None) -> bytes | None:
+    vector = new if new is not None else old
+    return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class _KindIndex:
+    """Lexical (BM25) and vector search over the nodes of one kind, built on first use."""
+
+    def __init__(self, records: Sequence[NodeRecord], vectors: Mapping[str, Vectors]) -> None:
+        self.ids = [r.id for r in records]
+        self.bm25 = BM25([tokenize(r.text) for r in records])
+        with_vectors = [i for i, r in enumerate(records) if r.id in vectors]
+        self.vector_rows = with_vectors
+        dims = len(next(iter(vectors.values()))) if vectors else 0
+        self.matrix = (np.stack([vectors[records[i].id] for i in with_vectors])
+                       if with_vectors else np.zeros((0, dims), dtype=np.float32))
+
+    def text_top(self, query: str, k: int) -> list[tuple[str, float]]:
+        tokens = tokenize(query)
+        best = self.bm25.max_score(tokens)
+        if best <= 0:
+            return []
+        return [(self.ids[i], score / best) for i, score in self.bm25.top(tokens, k)]
+
+    def vector_top(self, vector: Vectors, k: int) -> list[tuple[str, float]]:
+        if not len(self.matrix):
+            return []
+        sims = self.matrix @ np.asarray(vector, dtype=np.float32)
+        k = min(k, len(sims))
+        part = np.argpartition(-sims, k - 1)[:k]
+        order = part[np.argsort(-sims[part], kind="stable")]
+        return [(self.ids[self.vector_rows[i]], float(sims[i])) for i in order]

@@ -1,0 +1,118 @@
+"""Turning a library into the graph: nodes, embeddings (cached), and the four kinds of edges."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from groups.library import Library
+
+from graph.documents import group_record, skill_record
+from graph.embeddings import Encoder, Vectors
+from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from graph.store import GraphStore
+
+Progress = Callable[[str, int, int], None]
+SIMILAR_K = 5
+SIMILAR_THRESHOLD = 0.55
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    report: SyncReport
+    skills: int
+    groups: int
+    embedded: int
+    """Texts the encoder really had to embed (0 when nothing changed)."""
+    seconds: float
+
+
+def similar_edges(ids: Sequence[str], matrix: Vectors, k: int = SIMILAR_K,
+                  threshold: float = SIMILAR_THRESHOLD) -> list[Edge]:
+    """Top-``k`` neighbours of each node above ``threshold``, one edge per unordered pair."""
+    if len(ids) < 2:
+        return []
+    sims = matrix @ matrix.T
+    np.fill_diagonal(sims, -1.0)
+    pairs: dict[tuple[str, str], float] = {}
+    take = min(k, len(ids) - 1)
+    for row in range(len(ids)):
+        top = np.argpartition(-sims[row], take - 1)[:take]
+        for col in top:
+            score = float(sims[row, col])
+            if score >= threshold:
+                a, b = sorted((ids[row], ids[int(col)]))
+                pairs[(a, b)] = round(score, 4)
+    return [Edge(EdgeKind.SIMILAR_TO, a, b, w) for (a, b), w in sorted(pairs.items())]
+
+
+def co_used_edges(groups: Sequence[Sequence[str]],
+                  extra: Mapping[tuple[str, str], float] | None = None) -> list[Edge]:
+    """Skill pairs used together: once per group holding both, plus ``extra`` (run history)."""
+    weights: Counter[tuple[str, str]] = Counter()
+    for members in groups:
+        for a, b in combinations(sorted(set(members)), 2):
+            weights[(a, b)] += 1
+    for pair, weight in (extra or {}).items():
+        weights[tuple(sorted(pair))] += weight  # type: ignore[index]
+    return [Edge(EdgeKind.CO_USED, a, b, float(w)) for (a, b), w in sorted(weights.items())]
+
+
+def build_graph(library: Library, encoder: Encoder, progress: Progress | None = None,
+                co_use: Mapping[tuple[str, str], float] | None = None,
+                ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge]]:
+    skills = library.catalog.active
+    skill_nodes = [skill_record(s) for s in skills.values()]
+    group_nodes = [group_record(g, skills) for g in library.groups.values()]
+    nodes = skill_nodes + group_nodes
+    vectors: dict[str, Vectors] = {}
+    batch = 128
+    for start in range(0, len(nodes), batch):
+        chunk = nodes[start : start + batch]
+        for record, vector in zip(chunk, encoder.encode([n.text for n in chunk]), strict=True):
+            vectors[record.id] = vector
+        if progress:
+            progress("embedding", min(start + batch, len(nodes)), len(nodes))
+
+    edges: list[Edge] = []
+    memberships: list[list[str]] = []
+    for group in library.groups.values():
+        gid = group_record(group, skills).id
+        members: list[str] = []
+        for order, step in enumerate(group.steps):
+            if step.skill and step.skill in skills:
+                sid = skills[step.skill].id
+                members.append(sid)
+                edges.append(Edge(EdgeKind.CONTAINS, gid, sid, 1.0,
+                                  {"step": step.id, "order": order}))
+        for upstream, downstream in group.edges():
+            a, b = group.step(upstream), group.step(downstream)
+            if a.skill in skills and b.skill in skills and a.skill and b.skill:
+                edges.append(Edge(EdgeKind.FLOWS_TO, skills[a.skill].id, skills[b.skill].id, 1.0,
+                                  {"group": group.id, "from_step": a.id, "to_step": b.id}))
+        memberships.append(members)
+    for kind_nodes in (skill_nodes, group_nodes):
+        ids = [n.id for n in kind_nodes]
+        if ids:
+            edges.extend(similar_edges(ids, np.stack([vectors[i] for i in ids])))
+    edges.extend(co_used_edges(memberships, co_use))
+    return nodes, vectors, edges
+
+
+def index_library(library: Library, store: GraphStore, encoder: Encoder,
+                  progress: Progress | None = None,
+                  co_use: Mapping[tuple[str, str], float] | None = None) -> IndexResult:
+    started = time.perf_counter()
+    before = getattr(encoder, "embedded", 0)
+    nodes, vectors, edges = build_graph(library, encoder, progress, co_use)
+    report = store.sync(nodes, vectors, edges)
+    store.set_meta("model", encoder.name)
+    store.set_meta("roots", "\n".join(str(r) for r in library.roots))
+    return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),
+                       sum(1 for n in nodes if n.kind is NodeKind.GROUP),
+                       getattr(encoder, "embedded", 0) - before, time.perf_counter() - started)

@@ -1,0 +1,317 @@
+"""Two-tier retrieval: a group that solves the whole task first, else single skills plus co-use.
+
+**Group tier.** Every group is scored by a hybrid of its vector similarity to the request (cosine,
+all-MiniLM-L6-v2) and its lexical score (BM25 divided by the best score the request could reach,
+so it lies in 0..1 and means the same for every request)::
+
+    group_score = 0.75 * cosine + 0.25 * lexical        (x 0.5 when the quality filter demotes it)
+
+The best group is chosen when it clears ``group_threshold`` (0.50 by default, see
+``RetrievalConfig``) and beats the runner-up by ``group_margin``. It is then validated against the
+caller's context: all member skills must be available (else retrieval falls back, saying why);
+required inputs without a default must be known from the context, else they are listed as
+``missing_inputs`` and the toolbox is marked not ready.
+
+**Atomic tier.** BM25 and vector search each propose candidates; the two rankings are fused with
+reciprocal rank fusion (k = 60), skills used recently in the context get a small boost, and the
+quality filter demotes skills that keep failing. The selected set is the top skill plus every
+skill within ``select_ratio`` of its score (at most ``select_max``).
+
+**Suggestions** ("usually used with ..."): neighbours of the top skills over CO_USED (weight),
+FLOWS_TO and CONTAINS (skills that share a group), and SIMILAR_TO edges.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from graph.embeddings import Encoder
+from graph.model import EdgeKind, NodeKind, NodeRecord
+from graph.store import GraphStore
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    group_threshold: float = 0.50
+    group_margin: float = 0.0
+    vector_weight: float = 0.75
+    candidates: int = 50
+    rrf_k: int = 60
+    recent_boost: float = 0.15
+    select_ratio: float = 0.85
+    select_max: int = 5
+    suggestions: int = 5
+    demote_factor: float = 0.5
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """What the caller already knows: values, recently used skills, the conversation so far."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    recent_skills: tuple[str, ...] = ()
+    conversation: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RequestContext:
+        values = dict(data.get("values") or {})
+        for key, value in data.items():
+            if key not in ("values", "recent_skills", "conversation"):
+                values.setdefault(key, value)
+        return cls(values, tuple(data.get("recent_skills") or ()),
+                   tuple(data.get("conversation") or ()))
+
+
+@dataclass(frozen=True)
+class ScoredSkill:
+    id: str
+    name: str
+    score: float
+    description: str
+    available: bool
+    explanation: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    id: str
+    name: str
+    weight: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class GroupChoice:
+    id: str
+    name: str
+    score: float
+    members: tuple[str, ...]
+    member_names: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    missing_inputs: tuple[str, ...]
+    ready: bool
+    explanation: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    request: str
+    group: GroupChoice | None
+    fallback_reason: str | None
+    skills: tuple[ScoredSkill, ...]
+    selected: tuple[str, ...]
+    """Skill ids the toolbox itself selects: the group's members, else its cut of the ranking."""
+    suggestions: tuple[Suggestion, ...]
+    group_candidates: tuple[tuple[str, float], ...]
+    latency_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Retriever:
+    def __init__(self, store: GraphStore, encoder: Encoder,
+                 config: RetrievalConfig = RetrievalConfig()) -> None:  # noqa: B008
+        self.store = store
+        self.encoder = encoder
+        self.config = config
+
+    def search(self, request: str, context: RequestContext | None = None, k: int = 10,
+               ) -> Toolbox:
+        started = time.perf_counter()
+        context = context or RequestContext()
+        query = request
+        if context.conversation:
+            query = request + "\n" + " ".join(context.conversation[-2:])
+        vector = self.encoder.encode([query])[0]
+        group, reason, candidates = self._group_tier(request, query, vector, context)
+        skills = self._atomic_tier(query, vector, context, k)
+        if group is not None and group.ready:
+            selected = group.members
+        else:
+            selected = self._select(skills)
+        anchors = list(group.members) if group is not None else list(selected)
+        suggestions = self._suggest(anchors, exclude=set(anchors))
+        return Toolbox(request, group, reason, tuple(skills), tuple(selected),
+                       tuple(suggestions), tuple(candidates),
+                       (time.perf_counter() - started) * 1000)
+
+    # -- groups -------------------------------------------------------------------------------
+
+    def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
+                    ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
+        cfg = self.config
+        vec_hits = dict(self.store.vector_search(NodeKind.GROUP, vector, cfg.candidates))
+        lex_hits = dict(self.store.text_search(NodeKind.GROUP, query, cfg.candidates))
+        if not vec_hits and not lex_hits:
+            return None, "the library has no groups", []
+        scored: list[tuple[float, str, dict[str, Any]]] = []
+        for gid in set(vec_hits) | set(lex_hits):
+            record = self.store.node(gid)
+            if record is None:
+                continue
+            cosine = vec_hits.get(gid)
+            if cosine is None:
+                stored = self.store.vector(gid)
+                cosine = float(stored @ vector) if stored is not None else 0.0
+            lexical = lex_hits.get(gid, 0.0)
+            score = cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lexical
+            explanation: dict[str, Any] = {"vector": round(cosine, 4),
+                                           "lexical": round(lexical, 4)}
+            demoted = _demotion(record)
+            if demoted:
+                score *= cfg.demote_factor
+                explanation["demoted"] = demoted
+            explanation["score"] = round(score, 4)
+            scored.append((score, gid, explanation))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]
+        best_score, best_id, explanation = scored[0]
+        runner_up = scored[1][0] if len(scored) > 1 else 0.0
+        if best_score < cfg.group_threshold:
+            name = self.store.node(best_id).name  # type: ignore[union-attr]
+            return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
+                          f"the threshold {cfg.group_threshold:.2f}"), candidates
+        if best_score - runner_up < cfg.group_margin:
+            return None, "two groups fit equally well; falling back to skills", candidates
+        record = self.store.node(best_id)
+        assert record is not None
+        unavailable = self._unavailable_members(record)
+        if unavailable:
+            return None, (f"group '{record.name}' fits, but its skills are unavailable here: "
+                          + "; ".join(unavailable)), candidates
+        missing = tuple(_missing_inputs(record, context))
+        explanation["threshold"] = cfg.group_threshold
+        if missing:
+            explanation["missing_inputs"] = list(missing)
+        data = record.data
+        return GroupChoice(
+            id=record.id, name=record.name, score=round(best_score, 4),
+            members=tuple(data.get("members", ())),
+            member_names=tuple(data.get("member_names", ())),
+            edges=tuple(tuple(e) for e in data.get("edges", ())),  # type: ignore[misc]
+            missing_inputs=missing, ready=not missing, explanation=explanation,
+        ), None, candidates
+
+    def _unavailable_members(self, group: NodeRecord) -> list[str]:
+        out = []
+        for member in group.data.get("members", ()):
+            record = self.store.node(member)
+            if record is None:
+                out.append(f"{member} is not indexed")
+            elif not record.data.get("available", True):
+                reasons = ", ".join(record.data.get("unavailable_reasons", ()))
+                out.append(f"{record.name} ({reasons})")
+        return out
+
+    # -- skills -------------------------------------------------------------------------------
+
+    def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
+                     ) -> list[ScoredSkill]:
+        cfg = self.config
+        lexical = self.store.text_search(NodeKind.SKILL, query, cfg.candidates)
+        dense = self.store.vector_search(NodeKind.SKILL, vector, cfg.candidates)
+        fused: dict[str, float] = {}
+        explain: dict[str, dict[str, Any]] = {}
+        for rank, (sid, score) in enumerate(lexical, 1):
+            fused[sid] = fused.get(sid, 0.0) + 1.0 / (cfg.rrf_k + rank)
+            explain.setdefault(sid, {})["lexical"] = {"rank": rank, "score": round(score, 4)}
+        for rank, (sid, score) in enumerate(dense, 1):
+            fused[sid] = fused.get(sid, 0.0) + 1.0 / (cfg.rrf_k + rank)
+            explain.setdefault(sid, {})["vector"] = {"rank": rank, "score": round(score, 4)}
+        recent = set(context.recent_skills)
+        top_possible = 2.0 / (cfg.rrf_k + 1)
+        out: list[ScoredSkill] = []
+        for sid, raw in fused.items():
+            record = self.store.node(sid)
+            if record is None:
+                continue
+            score = raw / top_possible
+            notes = explain[sid]
+            if record.name in recent or sid in recent:
+                score += cfg.recent_boost
+                notes["recently_used"] = True
+            demoted = _demotion(record)
+            if demoted:
+                score *= cfg.demote_factor
+                notes["demoted"] = demoted
+            notes["score"] = round(score, 4)
+            out.append(ScoredSkill(sid, record.name, round(score, 4),
+                                   str(record.data.get("description", "")),
+                                   bool(record.data.get("available", True)), notes))
+        out.sort(key=lambda s: (-s.score, s.name))
+        return out[:k]
+
+    def _select(self, skills: Sequence[ScoredSkill]) -> list[str]:
+        if not skills:
+            return []
+        cut = skills[0].score * self.config.select_ratio
+        return [s.id for s in skills[: self.config.select_max] if s.score >= cut]
+
+    # -- suggestions --------------------------------------------------------------------------
+
+    def _suggest(self, anchors: Sequence[str], exclude: set[str]) -> list[Suggestion]:
+        weights: dict[str, float] = {}
+        reasons: dict[str, list[str]] = {}
+        names: dict[str, str] = {}
+        for anchor in anchors[:3]:
+            anchor_record = self.store.node(anchor)
+            anchor_name = anchor_record.name if anchor_record else anchor
+            for edge, other in self.store.neighbors(anchor):
+                if other.kind is NodeKind.GROUP:
+                    for member in other.data.get("members", ()):
+                        if member == anchor or member in exclude:
+                            continue
+                        record = self.store.node(member)
+                        if record is None:
+                            continue
+                        names[member] = record.name
+                        weights[member] = weights.get(member, 0.0) + 0.5
+                        reasons.setdefault(member, []).append(
+                            f"in group '{other.name}' with {anchor_name}")
+                    continue
+                if other.id in exclude:
+                    continue
+                names[other.id] = other.name
+                if edge.kind is EdgeKind.CO_USED:
+                    bump, why = 1.0 + edge.weight, f"used with {anchor_name} {edge.weight:g}x"
+                elif edge.kind is EdgeKind.FLOWS_TO:
+                    arrow = "after" if edge.dst == other.id else "before"
+                    bump, why = 1.0, f"runs {arrow} {anchor_name} in a group"
+                elif edge.kind is EdgeKind.SIMILAR_TO:
+                    bump, why = edge.weight * 0.5, f"similar to {anchor_name} ({edge.weight:.2f})"
+                else:
+                    continue
+                weights[other.id] = weights.get(other.id, 0.0) + bump
+                reasons.setdefault(other.id, []).append(why)
+        ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
+        return [Suggestion(sid, names[sid], round(w, 3), "; ".join(dict.fromkeys(reasons[sid])))
+                for sid, w in ranked[: self.config.suggestions]]
+
+
+def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:
+    missing = []
+    for spec in group.data.get("inputs", ()):
+        if spec.get("required") and not spec.get("has_default"):
+            if context.values.get(spec["name"]) in (None, ""):
+                missing.append(spec["name"])
+    return missing
+
+
+def _demotion(record: NodeRecord) -> str | None:
+    """OpenSpace's quality rule: selected at least twice and never succeeded, or mostly fell
+    back."""
+    stats = record.data.get("stats")
+    if not isinstance(stats, Mapping):
+        return None
+    selected = int(stats.get("selected", 0))
+    succeeded = int(stats.get("succeeded", 0))
+    fallbacks = int(stats.get("fallbacks", 0))
+    if selected >= 2 and succeeded == 0:
+        return f"selected {selected} times, never succeeded"
+    if selected and fallbacks / selected > 0.5:
+        return f"fell back in {fallbacks} of {selected} selections"
+    return None

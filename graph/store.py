@@ -1,0 +1,52 @@
+"""The store Protocol: what retrieval and indexing need from a graph backend.
+
+Two implementations pass one conformance suite (``tests/test_store_conformance.py``): the
+embedded store (networkx in memory, SQLite on disk; the default) and the Neo4j store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from graph.embeddings import Vectors
+from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+
+
+class GraphStore(Protocol):
+    def sync(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+             edges: Sequence[Edge]) -> SyncReport:
+        """Make the stored graph equal to ``nodes`` and ``edges``, writing only what changed.
+
+        ``vectors`` must hold an embedding for each added or updated node. The switch is atomic:
+        readers see the old graph or the new one, never a mixture, and a failed sync leaves the
+        old graph in place.
+        """
+        ...
+
+    def node(self, node_id: str) -> NodeRecord | None: ...
+
+    def nodes(self, kind: NodeKind | None = None) -> list[NodeRecord]: ...
+
+    def edges(self, kind: EdgeKind | None = None) -> list[Edge]: ...
+
+    def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
+                  ) -> list[tuple[Edge, NodeRecord]]:
+        """Edges touching ``node_id`` (either direction) with the node at the other end."""
+        ...
+
+    def vector_search(self, kind: NodeKind, vector: Vectors, k: int) -> list[tuple[str, float]]:
+        """Ids and cosine similarities of the ``k`` nearest nodes of ``kind``, best first."""
+        ...
+
+    def text_search(self, kind: NodeKind, query: str, k: int) -> list[tuple[str, float]]:
+        """Ids and lexical scores of the ``k`` best text matches of ``kind``, best first."""
+        ...
+
+    def vector(self, node_id: str) -> Vectors | None: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def close(self) -> None: ...

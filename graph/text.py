@@ -1,0 +1,64 @@
+"""Lexical analysis for retrieval: tokens that handle case, English plurals and CJK text.
+
+CJK runs have no spaces, so a whole run would be one useless token. Each run becomes its
+characters and their overlapping bigrams ("周报生成" -> 周 报 生 成 周报 报生 生成), the usual
+approach of CJK search engines, so "生成周报" still matches.
+
+>>> tokenize("Sending Emails to the Teams")
+['send', 'email', 'team']
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+$")
+
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has have how i in into is it its me my of on or our so "
+    "that the their them then there these this those to us use used using was we what when "
+    "where which while who will with you your can could would should do does please want need "
+    "help".split())
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stemmer: plurals and the commonest verb endings, nothing aggressive."""
+    if len(word) <= 3 or not word.isascii():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) > 5:
+        base = word[:-3]
+        return base[:-1] if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "lsz" \
+            else base
+    if word.endswith("ed") and len(word) > 4 and not word.endswith("eed"):
+        base = word[:-2]
+        return base[:-1] if len(base) > 2 and base[-1] == base[-2] and base[-1] not in "lsz" \
+            else base
+    return word
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    tokens: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        run = match.group()
+        if _CJK.match(run):
+            tokens.extend(run)
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+            continue
+        if not keep_stopwords and run in STOPWORDS:
+            continue
+        tokens.append(stem(run))
+    return tokens
+
+
+def has_cjk(text: str) -> bool:
+    return any(_CJK.match(ch) for ch in text)

@@ -12,9 +12,10 @@ caller's context: all member skills must be available (else retrieval falls back
 required inputs without a default must be known from the context, else they are listed as
 ``missing_inputs`` and the toolbox is marked not ready.
 
-**Atomic tier.** BM25 and vector search each propose candidates; the two rankings are fused with
-reciprocal rank fusion (k = 60), skills used recently in the context get a small boost, and the
-quality filter demotes skills that keep failing. The selected set is the top skill plus every
+**Atomic tier.** BM25 and vector search each propose candidates, scored with the same hybrid as
+groups (a score, unlike a rank fusion, says how well the best skill fits, which the selection
+cut needs); skills used recently in the context get a small boost, and the quality filter
+demotes skills that keep failing. The selected set is the top skill plus every
 skill within ``select_ratio`` of its score (at most ``select_max``).
 
 **Suggestions** ("usually used with ..."): neighbours of the top skills over CO_USED (weight),
@@ -39,7 +40,6 @@ class RetrievalConfig:
     group_margin: float = 0.0
     vector_weight: float = 0.75
     candidates: int = 50
-    rrf_k: int = 60
     recent_boost: float = 0.15
     select_ratio: float = 0.85
     select_max: int = 5
@@ -129,7 +129,7 @@ class Retriever:
         vector = self.encoder.encode([query])[0]
         group, reason, candidates = self._group_tier(request, query, vector, context)
         skills = self._atomic_tier(query, vector, context, k)
-        if group is not None and group.ready:
+        if group is not None:
             selected = group.members
         else:
             selected = self._select(skills)
@@ -214,22 +214,25 @@ class Retriever:
         cfg = self.config
         lexical = self.store.text_search(NodeKind.SKILL, query, cfg.candidates)
         dense = self.store.vector_search(NodeKind.SKILL, vector, cfg.candidates)
+        lex_scores = dict(lexical)
+        vec_scores = dict(dense)
         fused: dict[str, float] = {}
         explain: dict[str, dict[str, Any]] = {}
-        for rank, (sid, score) in enumerate(lexical, 1):
-            fused[sid] = fused.get(sid, 0.0) + 1.0 / (cfg.rrf_k + rank)
-            explain.setdefault(sid, {})["lexical"] = {"rank": rank, "score": round(score, 4)}
-        for rank, (sid, score) in enumerate(dense, 1):
-            fused[sid] = fused.get(sid, 0.0) + 1.0 / (cfg.rrf_k + rank)
-            explain.setdefault(sid, {})["vector"] = {"rank": rank, "score": round(score, 4)}
+        for sid in {*lex_scores, *vec_scores}:
+            cosine = vec_scores.get(sid)
+            if cosine is None:
+                stored = self.store.vector(sid)
+                cosine = float(stored @ vector) if stored is not None else 0.0
+            lex = lex_scores.get(sid, 0.0)
+            fused[sid] = cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lex
+            explain[sid] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
         recent = set(context.recent_skills)
-        top_possible = 2.0 / (cfg.rrf_k + 1)
         out: list[ScoredSkill] = []
         for sid, raw in fused.items():
             record = self.store.node(sid)
             if record is None:
                 continue
-            score = raw / top_possible
+            score = raw
             notes = explain[sid]
             if record.name in recent or sid in recent:
                 score += cfg.recent_boost

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_WORD = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"^[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+$")
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[{_CJK_CHARS}]+|[^\W_{_CJK_CHARS}]+")
+_CJK = re.compile(rf"^[{_CJK_CHARS}]+$")
 
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have how i in into is it its me my of on or our so "

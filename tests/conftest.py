@@ -66,3 +66,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture
 def fixture_library() -> Path:
     return FIXTURES / "library"
+
+
+@pytest.fixture(scope="session")
+def encoder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The real all-MiniLM-L6-v2, loaded once per session, with a fresh embedding cache."""
+    from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
+
+    cache = EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite")
+    return CachedEncoder(SentenceTransformerEncoder(), cache)

@@ -23,7 +23,7 @@ def run(args: list[str]) -> tuple[int, str]:
 def test_clean_library_exits_zero(fixture_library: Path) -> None:
     code, text = run(["check", str(fixture_library)])
     assert code == 0
-    assert "4 SKILL.md files: 4 loaded (0 unavailable here), 0 rejected; 1 group files: 1 valid" \
+    assert "7 SKILL.md files: 7 loaded (0 unavailable here), 0 rejected; 2 group files: 2 valid" \
         in text
     assert "0 errors, 0 warnings" in text
 

@@ -44,7 +44,7 @@ cmd_build() {
     command -v mvn >/dev/null || die "mvn not found (needs Maven and a JDK 17+)"
     # Stale jars from an older neo4j.version would otherwise sit on the classpath.
     rm -rf "$TARGET/lib"
-    (cd "$HERE" && mvn -q -B compile dependency:copy-dependencies \
+    (cd "$HERE" && mvn -q -B -Dstyle.color=never compile dependency:copy-dependencies \
         -DoutputDirectory=target/lib -DincludeScope=runtime)
     touch "$DEPS_STAMP"
 }

@@ -1,0 +1,228 @@
+"""The embedded graph and two-tier retrieval on a small fixture library, with the real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graph import EmbeddedStore, EdgeKind, NodeKind, RequestContext, Retriever, index_library
+from graph.embeddings import CachedEncoder
+from groups import load_library
+from skills import LoadOptions
+from tests.helpers import copy_fixture_library
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, encoder: CachedEncoder) -> tuple[Path, EmbeddedStore]:
+    root = copy_fixture_library(tmp_path / "lib")
+    library = load_library([root], LoadOptions(write_ids=True))
+    store = EmbeddedStore(tmp_path / "index" / "graph.sqlite")
+    index_library(library, store, encoder)
+    return root, store
+
+
+def test_graph_has_all_edge_kinds(indexed: tuple[Path, EmbeddedStore]) -> None:
+    _, store = indexed
+    assert len(store.nodes(NodeKind.SKILL)) == 7
+    assert len(store.nodes(NodeKind.GROUP)) == 2
+    contains = store.edges(EdgeKind.CONTAINS)
+    assert {(e.src, e.props["step"]) for e in contains} >= {("group:report-analysis", "notify")}
+    flows = {(store.node(e.src).name, store.node(e.dst).name)  # type: ignore[union-attr]
+             for e in store.edges(EdgeKind.FLOWS_TO)}
+    assert ("pdf-to-text", "extract-metrics") in flows and ("csv-stats", "make-chart") in flows
+    co_used = {frozenset((store.node(e.src).name, store.node(e.dst).name)): e.weight  # type: ignore[union-attr]
+               for e in store.edges(EdgeKind.CO_USED)}
+    assert co_used[frozenset(("pdf-to-text", "send-email"))] == 1.0
+    assert store.edges(EdgeKind.SIMILAR_TO), "similar skills are linked"
+
+
+@pytest.mark.parametrize(("request_text", "group"), [
+    ("summarize the quarterly report PDF and email the key numbers to my team",
+     "group:report-analysis"),
+    ("turn this CSV export into the weekly KPI report with a chart", "group:kpi-report"),
+])
+def test_a_request_a_group_serves_returns_that_group(indexed: tuple[Path, EmbeddedStore],
+                                                     encoder: CachedEncoder, request_text: str,
+                                                     group: str) -> None:
+    _, store = indexed
+    toolbox = Retriever(store, encoder).search(request_text)
+    assert toolbox.group is not None and toolbox.group.id == group
+    assert toolbox.selected == toolbox.group.members
+    assert toolbox.group.explanation["vector"] > 0
+
+
+def test_missing_required_input_is_named(indexed: tuple[Path, EmbeddedStore],
+                                         encoder: CachedEncoder) -> None:
+    _, store = indexed
+    request = "summarize the quarterly report PDF and email the key numbers to my team"
+    bare = Retriever(store, encoder).search(request)
+    assert bare.group is not None and not bare.group.ready
+    assert bare.group.missing_inputs == ("pdf_path",)
+    given = Retriever(store, encoder).search(
+        request, RequestContext(values={"pdf_path": "/tmp/q3.pdf"}))
+    assert given.group is not None and given.group.ready and given.group.missing_inputs == ()
+
+
+def test_unrelated_request_falls_back_with_co_use_suggestions(
+        indexed: tuple[Path, EmbeddedStore], encoder: CachedEncoder) -> None:
+    _, store = indexed
+    toolbox = Retriever(store, encoder).search("translate this paragraph into German")
+    assert toolbox.group is None
+    assert toolbox.fallback_reason and "below the threshold" in toolbox.fallback_reason
+    assert toolbox.skills[0].name == "translate-text"
+    assert toolbox.selected[0] == toolbox.skills[0].id
+
+
+def test_fallback_suggests_what_is_usually_used_with_the_skill(
+        indexed: tuple[Path, EmbeddedStore], encoder: CachedEncoder) -> None:
+    _, store = indexed
+    toolbox = Retriever(store, encoder).search("draw a bar chart PNG from these numbers")
+    assert toolbox.group is None
+    assert toolbox.skills[0].name == "make-chart"
+    names = [s.name for s in toolbox.suggestions]
+    assert "csv-stats" in names[:2]
+    reason = next(s.reason for s in toolbox.suggestions if s.name == "csv-stats")
+    assert "make-chart" in reason
+
+
+def test_unavailable_member_makes_retrieval_fall_back(tmp_path: Path,
+                                                      encoder: CachedEncoder) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    skill_md = root / "skills" / "send-email" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace(
+        "name: send-email\n", "name: send-email\nrequires:\n  env: [SG_NO_SUCH_SMTP]\n"))
+    library = load_library([root], LoadOptions(environ={}))
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    toolbox = Retriever(store, encoder).search(
+        "summarize the quarterly report PDF and email the key numbers to my team")
+    assert toolbox.group is None
+    assert toolbox.fallback_reason is not None
+    assert "send-email (environment variable not set: SG_NO_SUCH_SMTP)" in toolbox.fallback_reason
+
+
+def test_recent_skills_in_context_lift_the_ranking(indexed: tuple[Path, EmbeddedStore],
+                                                   encoder: CachedEncoder) -> None:
+    _, store = indexed
+    request = "process the document"
+    plain = Retriever(store, encoder).search(request)
+    lifted = Retriever(store, encoder).search(
+        request, RequestContext(recent_skills=("translate-text",)))
+    rank = lambda tb: [s.name for s in tb.skills].index("translate-text")  # noqa: E731
+    assert rank(lifted) <= rank(plain)
+    assert next(s for s in lifted.skills if s.name == "translate-text").explanation[
+        "recently_used"] is True
+
+
+def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEncoder) -> None:
+    from dataclasses import replace
+
+    from graph.indexer import build_graph
+
+    library = load_library([copy_fixture_library(tmp_path / "lib")])
+    nodes, vectors, edges = build_graph(library, encoder)
+    nodes = [replace(n, data={**n.data, "stats": {"selected": 3, "succeeded": 0}},
+                     content_hash=n.content_hash + "x") if n.name == "make-chart" else n
+             for n in nodes]
+    store = EmbeddedStore(None)
+    store.sync(nodes, vectors, edges)
+    toolbox = Retriever(store, encoder).search("draw a bar chart PNG from these numbers")
+    chart = next(s for s in toolbox.skills if s.name == "make-chart")
+    assert chart.explanation["demoted"] == "selected 3 times, never succeeded"
+    undemoted = 0.75 * chart.explanation["vector"] + 0.25 * chart.explanation["lexical"]
+    assert chart.score == pytest.approx(undemoted / 2, abs=1e-3)
+
+
+def test_reindexing_an_unchanged_library_embeds_nothing(tmp_path: Path,
+                                                        encoder: CachedEncoder) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    index_library(load_library([root]), store, encoder)
+    again = index_library(load_library([root]), store, encoder)
+    assert again.embedded == 0
+    assert not again.report.changed and again.report.unchanged == 9
+    summary = root / "skills" / "summarize-text" / "SKILL.md"
+    summary.write_text(summary.read_text() + "\nKeep the tone neutral.\n")
+    changed = index_library(load_library([root]), store, encoder)
+    assert changed.embedded >= 1
+    updated = {store.node(i).name for i in changed.report.updated}  # type: ignore[union-attr]
+    assert "summarize-text" in updated
+
+
+def test_deleted_skill_and_group_leave_the_graph(tmp_path: Path, encoder: CachedEncoder) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    index_library(load_library([root]), store, encoder)
+    (root / "groups" / "kpi-report.yaml").unlink()
+    import shutil
+
+    shutil.rmtree(root / "skills" / "translate-text")
+    result = index_library(load_library([root]), store, encoder)
+    assert len(result.report.removed) == 2
+    assert store.node("group:kpi-report") is None
+    assert not [e for e in store.edges() if e.src == "group:kpi-report"]
+
+
+def test_a_second_process_searches_without_rebuilding(tmp_path: Path,
+                                                      encoder: CachedEncoder) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    index_dir = tmp_path / "index"
+    store = EmbeddedStore(index_dir / "graph.sqlite")
+    index_library(load_library([root], LoadOptions(write_ids=True)), store, encoder)
+    store.close()
+    before = (index_dir / "graph.sqlite").stat().st_mtime_ns
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SKILLGROVE_CACHE": str(tmp_path / "c2")}
+    result = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "search", "--index", str(index_dir), "--json",
+         "make the weekly KPI report from this CSV and mail it to the team"],
+        capture_output=True, text=True, cwd=REPO, env=env, check=False, timeout=300)
+    assert result.returncode == 0, result.stderr
+    toolbox = json.loads(result.stdout)
+    assert toolbox["group"]["id"] == "group:kpi-report"
+    assert (index_dir / "graph.sqlite").stat().st_mtime_ns == before
+
+
+def test_search_without_an_index_says_what_to_do(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from runtime.cli import main
+
+    err = subprocess.run([sys.executable, "-m", "runtime.cli", "search", "x", "--index",
+                          str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO,
+                         check=False)
+    assert err.returncode == 1
+    assert "no index at" in err.stderr and "skillgrove index" in err.stderr
+    assert "Traceback" not in err.stderr
+    assert main(["check", str(REPO / "tests" / "fixtures" / "library")], StringIO()) == 0
+
+
+def test_graph_cli_neighbors_and_export(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from runtime.cli import main
+
+    root = copy_fixture_library(tmp_path / "lib")
+    index = tmp_path / "index"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = StringIO()
+    assert main(["index", str(root), "--index", str(index), "-q"], out) == 0
+    assert "indexed 7 skills and 2 groups" in out.getvalue()
+    out = StringIO()
+    assert main(["graph", "neighbors", "make-chart", "--index", str(index)], out) == 0
+    text = out.getvalue()
+    assert "<- CONTAINS" in text and "kpi-report" in text.lower() and "FLOWS_TO" in text
+    out = StringIO()
+    assert main(["graph", "export", "report-analysis", "--index", str(index)], out) == 0
+    assert out.getvalue().splitlines()[0] == "flowchart TD"
+    assert "    extract_text --> metrics" in out.getvalue()
+    out = StringIO()
+    assert main(["graph", "export", "kpi-report", "--format", "dot", "--index", str(index)],
+                out) == 0
+    assert '"stats" -> "chart";' in out.getvalue()

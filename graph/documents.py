@@ -14,10 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from graph.model import NodeKind, NodeRecord
 from groups.model import Group
 from skills.model import Skill
-
-from graph.model import NodeKind, NodeRecord
 
 BODY_CHARS = 600
 GROUP_PREFIX = "group:"

@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
 import networkx as nx
 import numpy as np
 

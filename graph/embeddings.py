@@ -31,7 +31,9 @@ class Encoder(Protocol):
     """Turns texts into normalised vectors. ``name`` identifies the model for caching."""
 
     name: str
-    dimensions: int
+
+    @property
+    def dimensions(self) -> int: ...
 
     def encode(self, texts: Sequence[str]) -> Vectors: ...
 
@@ -69,8 +71,7 @@ class SentenceTransformerEncoder:
                 from sentence_transformers import SentenceTransformer
 
                 model = SentenceTransformer(str(self.path), device="cpu")
-                dimension = getattr(model, "get_embedding_dimension", None) or getattr(
-                    model, "get_sentence_embedding_dimension")
+                dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 self.dimensions = int(dimension() or 0)
                 self._model = model
             return self._model

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
-from groups.library import Library
-
 from graph.documents import group_record, skill_record
 from graph.embeddings import Encoder, Vectors
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
 from graph.store import GraphStore
+from groups.library import Library
 
 Progress = Callable[[str, int, int], None]
 SIMILAR_K = 5
@@ -54,12 +52,13 @@ def similar_edges(ids: Sequence[str], matrix: Vectors, k: int = SIMILAR_K,
 def co_used_edges(groups: Sequence[Sequence[str]],
                   extra: Mapping[tuple[str, str], float] | None = None) -> list[Edge]:
     """Skill pairs used together: once per group holding both, plus ``extra`` (run history)."""
-    weights: Counter[tuple[str, str]] = Counter()
+    weights: dict[tuple[str, str], float] = {}
     for members in groups:
         for a, b in combinations(sorted(set(members)), 2):
-            weights[(a, b)] += 1
-    for pair, weight in (extra or {}).items():
-        weights[tuple(sorted(pair))] += weight  # type: ignore[index]
+            weights[(a, b)] = weights.get((a, b), 0.0) + 1.0
+    for (x, y), weight in (extra or {}).items():
+        key = (x, y) if x <= y else (y, x)
+        weights[key] = weights.get(key, 0.0) + weight
     return [Edge(EdgeKind.CO_USED, a, b, float(w)) for (a, b), w in sorted(weights.items())]
 
 

@@ -47,6 +47,9 @@ class RetrievalConfig:
     demote_factor: float = 0.5
 
 
+DEFAULT_CONFIG = RetrievalConfig()
+
+
 @dataclass(frozen=True)
 class RequestContext:
     """What the caller already knows: values, recently used skills, the conversation so far."""
@@ -114,7 +117,7 @@ class Toolbox:
 
 class Retriever:
     def __init__(self, store: GraphStore, encoder: Encoder,
-                 config: RetrievalConfig = RetrievalConfig()) -> None:  # noqa: B008
+                 config: RetrievalConfig = DEFAULT_CONFIG) -> None:
         self.store = store
         self.encoder = encoder
         self.config = config
@@ -129,10 +132,7 @@ class Retriever:
         vector = self.encoder.encode([query])[0]
         group, reason, candidates = self._group_tier(request, query, vector, context)
         skills = self._atomic_tier(query, vector, context, k)
-        if group is not None:
-            selected = group.members
-        else:
-            selected = self._select(skills)
+        selected = group.members if group is not None else tuple(self._select(skills))
         anchors = list(group.members) if group is not None else list(selected)
         suggestions = self._suggest(anchors, exclude=set(anchors))
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
@@ -192,7 +192,7 @@ class Retriever:
             id=record.id, name=record.name, score=round(best_score, 4),
             members=tuple(data.get("members", ())),
             member_names=tuple(data.get("member_names", ())),
-            edges=tuple(tuple(e) for e in data.get("edges", ())),  # type: ignore[misc]
+            edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
             missing_inputs=missing, ready=not missing, explanation=explanation,
         ), None, candidates
 
@@ -296,12 +296,9 @@ class Retriever:
 
 
 def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:
-    missing = []
-    for spec in group.data.get("inputs", ()):
-        if spec.get("required") and not spec.get("has_default"):
-            if context.values.get(spec["name"]) in (None, ""):
-                missing.append(spec["name"])
-    return missing
+    return [spec["name"] for spec in group.data.get("inputs", ())
+            if spec.get("required") and not spec.get("has_default")
+            and context.values.get(spec["name"]) in (None, "")]
 
 
 def _demotion(record: NodeRecord) -> str | None:

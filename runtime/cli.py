@@ -79,7 +79,7 @@ def _add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=Path, default=None, metavar="DIR",
                         help="where the embedded index lives (default: $SKILLGROVE_INDEX, "
                              "else ./.skillgrove)")
-    parser.add_argument("--store", choices=["embedded", "neo4j"], default="embedded",
+    parser.add_argument("--store", choices=["embedded"], default="embedded",
                         help="graph store (default: embedded, no server)")
     parser.add_argument("--model", default=None,
                         help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")

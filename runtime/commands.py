@@ -39,10 +39,6 @@ def make_encoder(args: argparse.Namespace) -> CachedEncoder:
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> GraphStore:
-    if args.store == "neo4j":
-        from graph.neo4j_store import Neo4jStore
-
-        return Neo4jStore.from_environment()
     path = index_dir(args) / INDEX_FILE
     if not create and not path.exists():
         raise IndexMissingError(f"no index at {path}: run `skillgrove index` first "

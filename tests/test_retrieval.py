@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graph import EmbeddedStore, EdgeKind, NodeKind, RequestContext, Retriever, index_library
+from graph import EdgeKind, EmbeddedStore, NodeKind, RequestContext, Retriever, index_library
 from graph.embeddings import CachedEncoder
 from groups import load_library
 from skills import LoadOptions

@@ -21,7 +21,10 @@ STOP_TIMEOUT=60
 
 TARGET="$HERE/target"
 CLASS_FILE="$TARGET/classes/skillgrove/neo4j/Launcher.class"
-DEPS_STAMP="$TARGET/lib/.copied"   # written after copy-dependencies succeeded
+# Written only after a successful build; javac leaves an unchanged class file's mtime alone,
+# so the class file itself cannot tell whether pom.xml changed since.
+BUILD_STAMP="$TARGET/.skillgrove-built"
+BUILD_LOG="$TARGET/build.log"
 LOG="$RUN_DIR/neo4j.log"
 PID_FILE="$RUN_DIR/neo4j.pid"
 DATA_DIR_FILE="$RUN_DIR/data-dir"  # only written for a data dir this script created
@@ -29,12 +32,10 @@ DATA_DIR_FILE="$RUN_DIR/data-dir"  # only written for a data dir this script cre
 die() { echo "server.sh: $*" >&2; exit 1; }
 
 is_built() {
-    [[ -f "$CLASS_FILE" && -f "$DEPS_STAMP" ]] || return 1
+    [[ -f "$CLASS_FILE" && -f "$BUILD_STAMP" ]] || return 1
     compgen -G "$TARGET/lib/*.jar" >/dev/null || return 1
-    local src
-    for src in "$HERE/pom.xml" "$HERE/src/main/java/skillgrove/neo4j/Launcher.java"; do
-        [[ "$CLASS_FILE" -nt "$src" && "$DEPS_STAMP" -nt "$src" ]] || return 1
-    done
+    [[ "$BUILD_STAMP" -nt "$HERE/pom.xml" ]] || return 1
+    [[ "$BUILD_STAMP" -nt "$HERE/src/main/java/skillgrove/neo4j/Launcher.java" ]] || return 1
 }
 
 cmd_build() {
@@ -43,10 +44,15 @@ cmd_build() {
     fi
     command -v mvn >/dev/null || die "mvn not found (needs Maven and a JDK 17+)"
     # Stale jars from an older neo4j.version would otherwise sit on the classpath.
-    rm -rf "$TARGET/lib"
-    (cd "$HERE" && mvn -q -B -Dstyle.color=never compile dependency:copy-dependencies \
-        -DoutputDirectory=target/lib -DincludeScope=runtime)
-    touch "$DEPS_STAMP"
+    rm -rf "$TARGET/lib" "$BUILD_STAMP"
+    mkdir -p "$TARGET"
+    # Even with -q, Maven 3.8 prints stray ANSI codes; keep its output unless it fails.
+    if ! (cd "$HERE" && mvn -q -B compile dependency:copy-dependencies \
+        -DoutputDirectory=target/lib -DincludeScope=runtime) >"$BUILD_LOG" 2>&1; then
+        cat "$BUILD_LOG" >&2
+        die "build failed (log: $BUILD_LOG)"
+    fi
+    touch "$BUILD_STAMP"
 }
 
 # Prints the pid when our launcher is running; a pid reused by another program does not count.

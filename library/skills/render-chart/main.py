@@ -42,11 +42,6 @@ class Canvas:
         self.width, self.height = width, height
         self.pixels = bytearray(WHITE * (width * height))
 
-    def dot(self, x: int, y: int, color: tuple[int, int, int]) -> None:
-        if 0 <= x < self.width and 0 <= y < self.height:
-            i = (y * self.width + x) * 3
-            self.pixels[i:i + 3] = bytes(color)
-
     def rect(self, x0: int, y0: int, x1: int, y1: int, color: tuple[int, int, int]) -> None:
         left, right = max(0, min(x0, x1)), min(self.width - 1, max(x0, x1))
         if left > right:

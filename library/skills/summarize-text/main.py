@@ -55,6 +55,8 @@ def split_sentences(text: str) -> list[str]:
     for block in re.split(r"\n\s*\n|\n(?=[-*•]\s)", text):
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         lines = [ln for ln in lines if not _NOISE.match(ln)]
+        if len(lines) == 1 and not re.search(r"[.!?。！？]$", lines[0]):
+            continue  # a heading or label standing alone
         # A short line without final punctuation on its own is a heading or a label.
         prose = [ln for ln in lines if len(ln.split()) > 6 or re.search(r"[.!?。！？]$", ln)
                  or _CJK.search(ln)]

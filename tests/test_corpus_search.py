@@ -1,0 +1,59 @@
+"""Indexing and searching the 1,321 real SKILL.md files, English and Chinese requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph import EmbeddedStore, Retriever, index_library
+from graph.embeddings import CachedEncoder
+from groups import load_library
+from tests.conftest import CORPUS
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpora is not here")]
+
+
+@pytest.fixture(scope="module")
+def corpus_store(tmp_path_factory: pytest.TempPathFactory,
+                 encoder: CachedEncoder) -> EmbeddedStore:
+    store = EmbeddedStore(tmp_path_factory.mktemp("corpus") / "graph.sqlite")
+    result = index_library(load_library([CORPUS]), store, encoder)
+    assert result.skills == 1299  # 1,313 loaded, 14 of them shadowed duplicates
+    return store
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    ("post an article to my WeChat official account", "baoyu-post-to-wechat"),
+    ("发布文章到微信公众号", "baoyu-post-to-wechat"),
+    ("把这篇文章做成知识漫画", "baoyu-comic"),
+    ("fill in a PDF form", None),
+])
+def test_search_the_real_corpus(corpus_store: EmbeddedStore, encoder: CachedEncoder,
+                                request_text: str, expected: str | None) -> None:
+    toolbox = Retriever(corpus_store, encoder).search(request_text, k=5)
+    names = [s.name for s in toolbox.skills]
+    assert toolbox.group is None  # the corpus has no groups
+    assert len(names) == 5
+    if expected:
+        assert expected in names, names
+    else:
+        assert any("pdf" in n for n in names), names
+
+
+def test_a_second_store_on_the_same_file_needs_no_rebuild(corpus_store: EmbeddedStore,
+                                                          encoder: CachedEncoder) -> None:
+    assert corpus_store.path is not None
+    reopened = EmbeddedStore(corpus_store.path)
+    toolbox = Retriever(reopened, encoder).search("发布文章到微信公众号", k=5)
+    assert "baoyu-post-to-wechat" in [s.name for s in toolbox.skills]
+    reopened.close()
+
+
+def test_chinese_tokens_hit_chinese_text(corpus_store: EmbeddedStore) -> None:
+    from graph.model import NodeKind
+
+    hits = corpus_store.text_search(NodeKind.SKILL, "微信公众号", 5)
+    names = [corpus_store.node(i).name for i, _ in hits]  # type: ignore[union-attr]
+    assert "baoyu-post-to-wechat" in names
+
+

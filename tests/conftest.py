@@ -69,9 +69,14 @@ def fixture_library() -> Path:
 
 
 @pytest.fixture(scope="session")
-def encoder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The real all-MiniLM-L6-v2, loaded once per session, with a fresh embedding cache."""
-    from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
+def encoder():  # type: ignore[no-untyped-def]
+    """The real all-MiniLM-L6-v2, loaded once per session.
 
-    cache = EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite")
+    Its embedding cache is the product's own (``$SKILLGROVE_CACHE``, else ~/.cache/skillgrove):
+    vectors are keyed by model and text, so a later run re-embeds only text it has not seen.
+    """
+    from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
+    from runtime.commands import cache_path
+
+    cache = EmbeddingCache(cache_path())
     return CachedEncoder(SentenceTransformerEncoder(), cache)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def test_reindexing_an_unchanged_library_embeds_nothing(tmp_path: Path,
     assert again.embedded == 0
     assert not again.report.changed and again.report.unchanged == 9
     summary = root / "skills" / "summarize-text" / "SKILL.md"
-    summary.write_text(summary.read_text() + "\nKeep the tone neutral.\n")
+    summary.write_text(summary.read_text() + f"\nKeep the tone neutral ({uuid.uuid4().hex}).\n")
     changed = index_library(load_library([root]), store, encoder)
     assert changed.embedded >= 1
     updated = {store.node(i).name for i in changed.report.updated}  # type: ignore[union-attr]

@@ -404,7 +404,7 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
                   "http", at=("entrypoint",))
         return None
     kinds = [k for k in ("python", "command", "http") if k in raw]
-    allowed = {"python", "command", "http", "method", "headers", "timeout"}
+    allowed = {"python", "command", "http", "method", "headers", "timeout", "env"}
     for key in raw:
         if key not in allowed:
             out.error("entrypoint-invalid", f"unknown entrypoint field '{key}'",
@@ -423,6 +423,14 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
                   at=("entrypoint", "timeout"))
         timeout = None
     seconds = float(timeout) if timeout is not None else None
+    env = raw.get("env") or []
+    if isinstance(env, str):
+        env = [env]
+    if not isinstance(env, list) or not all(isinstance(v, str) for v in env):
+        out.error("entrypoint-invalid", "'entrypoint.env' must be a list of variable names",
+                  at=("entrypoint", "env"))
+        env = []
+    passthrough = tuple(env)
     if kind == "python":
         target = raw["python"]
         match = re.fullmatch(r"(?P<file>[^:]+\.py):(?P<func>[A-Za-z_]\w*)", str(target))
@@ -440,16 +448,19 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
             out.error("entrypoint-invalid", f"python entrypoint file '{match['file']}' not found",
                       at=("entrypoint", "python"))
             return None
-        return Entrypoint("python", target=str(target), timeout=seconds)
+        return Entrypoint("python", target=str(target), timeout=seconds, env=passthrough)
     if kind == "command":
         argv = raw["command"]
         if isinstance(argv, str):
             argv = argv.split()
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            quoted = isinstance(argv, list) and any(isinstance(a, bool | int | float) for a in argv)
             out.error("entrypoint-invalid", "command entrypoint must be a list of strings "
-                      "(the argument vector; no shell)", at=("entrypoint", "command"))
+                      "(the argument vector; no shell)", at=("entrypoint", "command"),
+                      hint="quote words YAML reads as other types: 'yes', 'no', 'on', '300'"
+                      if quoted else None)
             return None
-        return Entrypoint("command", argv=tuple(argv), timeout=seconds)
+        return Entrypoint("command", argv=tuple(argv), timeout=seconds, env=passthrough)
     url = raw["http"]
     if not isinstance(url, str) or not re.match(r"^https?://", url):
         out.error("entrypoint-invalid", "http entrypoint must be an http:// or https:// URL",
@@ -462,7 +473,8 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
         headers = {}
     method = str(raw.get("method", "POST")).upper()
     return Entrypoint("http", target=url, method=method,
-                      headers=tuple((str(k), str(v)) for k, v in headers.items()), timeout=seconds)
+                      headers=tuple((str(k), str(v)) for k, v in headers.items()), timeout=seconds,
+                      env=passthrough)
 
 
 def _string_list(data: Mapping[str, Any], key: str, out: _Collector,

@@ -32,6 +32,8 @@ class Entrypoint:
     headers: tuple[tuple[str, str], ...] = ()
     timeout: float | None = None
     """Default timeout in seconds for one execution; a group step may override it."""
+    env: tuple[str, ...] = ()
+    """Environment variables passed through when set (besides ``requires.env``); no others are."""
 
 
 @dataclass(frozen=True, slots=True)

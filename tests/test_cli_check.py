@@ -50,7 +50,7 @@ def test_json_output(tmp_path: Path) -> None:
     code, text = run(["check", str(root), "--json"])
     payload = json.loads(text)
     assert code == 1 and payload["ok"] is False
-    assert payload["summary"]["groups_valid"] == 1
+    assert payload["summary"]["groups_valid"] == 2
     assert payload["diagnostics"][0] == {
         "severity": "error", "rule": "unknown-skill",
         "message": "steps[0].skill: unknown skill 'summarise-text'",

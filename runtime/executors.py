@@ -14,7 +14,6 @@ name ends in ``RetryableError`` (or ``ConnectionError``/``TimeoutError``), a com
 from __future__ import annotations
 
 import contextlib
-import contextlib
 import json
 import os
 import signal

@@ -24,7 +24,7 @@ def run(subject: str, customer_name: str = "", category: str = "general",
     if priority not in ("urgent", "high", "normal", "low"):
         raise ValueError(f"priority: expected urgent, high, normal or low, not {priority!r}")
     first_name = (customer_name or "").strip().split(" ")[0]
-    topic = _TOPICS.get(category, "your message")
+    topic = "your question" if priority == "low" else _TOPICS.get(category, "your message")
     paragraphs = [f"Hi {first_name}," if first_name else "Hello,"]
     opening = f"Thank you for contacting us about {topic}."
     if sentiment == "negative":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -28,7 +29,7 @@ def run(text: str, limit: int = 10) -> dict[str, Any]:
     words = [_singular(w) for w in re.findall(r"[a-z][a-z'-]*[a-z]|[a-z]", text.lower())]
     content = [w for w in words if w not in STOPWORDS and len(w) > 2]
     counts: Counter[str] = Counter(content)
-    pairs = Counter(f"{a} {b}" for a, b in zip(words, words[1:], strict=False)
+    pairs = Counter(f"{a} {b}" for a, b in itertools.pairwise(words)
                     if a not in STOPWORDS and b not in STOPWORDS and len(a) > 2 and len(b) > 2)
     counts.update({phrase: n for phrase, n in pairs.items() if n >= 2})
     counts.update(_chinese_terms(text))

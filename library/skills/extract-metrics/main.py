@@ -44,7 +44,12 @@ def run(text: str, limit: int = 10) -> dict[str, Any]:
         _add(found, seen, match, _clean_label(match["label"]), text, position
              if position >= 0 else len(flat))
     found.sort(key=lambda item: item[0])
-    metrics = [metric for _, metric in found][: limit or 10]
+    metrics: list[dict[str, Any]] = []
+    for _, metric in found:
+        # "monthly churn fell to 2.1%" and "Customer churn: 2.1%" are the same figure.
+        if not any(_same_figure(metric, kept) for kept in metrics):
+            metrics.append(metric)
+    metrics = metrics[: limit or 10]
     return {"metrics": metrics, "count": len(metrics)}
 
 
@@ -71,6 +76,11 @@ def _add(found: list[tuple[int, dict[str, Any]]], seen: set[str], match: re.Matc
         "display": display,
         "change": change["change"] if change else "",
     }))
+
+
+def _same_figure(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (a["value"], a["unit"]) == (b["value"], b["unit"]) and \
+        a["label"].split()[-1].lower() == b["label"].split()[-1].lower()
 
 
 def _clean_label(raw: str) -> str:

@@ -27,7 +27,7 @@ class _Document(FPDF):
 
 
 def run(markdown: str = "", path: str = "", title: str = "", font_path: str = "",
-        output_dir: str = "", filename: str = "") -> dict[str, Any]:
+        line_breaks: bool = False, output_dir: str = "", filename: str = "") -> dict[str, Any]:
     base = Path.cwd()
     if path:
         source = Path(path).expanduser()
@@ -60,7 +60,7 @@ def run(markdown: str = "", path: str = "", title: str = "", font_path: str = ""
     pdf.set_title(doc_title)
     pdf.set_auto_page_break(auto=True, margin=18)
     pdf.add_page()
-    _render(pdf, markdown.replace("\r\n", "\n").split("\n"), base)
+    _render(pdf, markdown.replace("\r\n", "\n").split("\n"), base, line_breaks)
     folder = Path(output_dir).expanduser() if output_dir else Path(
         tempfile.mkdtemp(prefix="skillgrove-pdf-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ def _inline(text: str) -> str:
     return text
 
 
-def _render(pdf: _Document, lines: list[str], base: Path) -> None:
+def _render(pdf: _Document, lines: list[str], base: Path, line_breaks: bool) -> None:
     family = pdf.font_family_name
     i = 0
     while i < len(lines):
@@ -122,7 +122,7 @@ def _render(pdf: _Document, lines: list[str], base: Path) -> None:
             end = i + 2
             while end < len(lines) and lines[end].strip().startswith("|"):
                 end += 1
-            rows = [lines[i]] + lines[i + 2:end]
+            rows = [lines[i], *lines[i + 2:end]]
             _table(pdf, [[c.strip().replace("\\|", "|") for c in
                           re.split(r"(?<!\\)\|", r.strip().strip("|"))] for r in rows])
             i = end
@@ -140,7 +140,8 @@ def _render(pdf: _Document, lines: list[str], base: Path) -> None:
                     r"^\s*(#{1,6}\s|```|\||!\[|([-*+]|\d+[.)])\s)", lines[end]):
                 end += 1
             end = max(end, i + 1)
-            text = " ".join(ln.strip().lstrip("> ") for ln in lines[i:end])
+            text = ("\n" if line_breaks else " ").join(ln.strip().lstrip("> ")
+                                                       for ln in lines[i:end])
             pdf.multi_cell(0, 6, _inline(text), markdown=True, new_x="LMARGIN", new_y="NEXT")
             pdf.ln(1)
             i = end

@@ -40,7 +40,11 @@ def _ip(text: str) -> bool:
 def _phone(text: str) -> bool:
     if re.fullmatch(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}", text):
         return False  # a date
-    return 8 <= len(re.sub(r"\D", "", text)) <= 15
+    if re.search(r"\.\d{2}(?!\d)", text):
+        return False  # amounts such as "189.00 756.00"
+    digits = len(re.sub(r"\D", "", text))
+    international = text.startswith(("+", "00", "("))
+    return (8 if international else 9) <= digits <= 15
 
 
 PATTERNS: dict[str, tuple[re.Pattern[str], Callable[[str], bool] | None]] = {
@@ -50,7 +54,7 @@ PATTERNS: dict[str, tuple[re.Pattern[str], Callable[[str], bool] | None]] = {
     "ssn": (re.compile(r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)"), None),
     "email": (re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"), None),
     "ip": (re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])"), _ip),
-    "phone": (re.compile(r"(?<![A-Za-z0-9+])(?:\+|00)?\d[\d ().-]{6,17}\d(?!\d)"), _phone),
+    "phone": (re.compile(r"(?<![A-Za-z0-9+/-])(?:\+|00|\()?\d[\d ().-]{6,17}\d(?!\d)"), _phone),
 }
 
 

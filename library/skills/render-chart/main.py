@@ -114,7 +114,7 @@ def run(x_column: str, y_columns: list[str], csv_path: str = "",
 
     canvas = Canvas(width, height)
     left, right, top, bottom = 70, width - 20, 62 if title else 36, height - 45
-    low, high, step = _ticks(min(values + [0.0] if kind == "bar" else values), max(values))
+    low, high, step = _ticks(min([*values, 0.0] if kind == "bar" else values), max(values))
 
     def to_y(value: float) -> int:
         return round(bottom - (value - low) / (high - low) * (bottom - top))
@@ -140,7 +140,7 @@ def run(x_column: str, y_columns: list[str], csv_path: str = "",
         canvas.line(centers[index], bottom, centers[index], bottom + 4, INK)
         canvas.text(x, bottom + 10, label, INK)
 
-    for number, (name, points) in enumerate(series.items()):
+    for number, points in enumerate(series.values()):
         color = PALETTE[number]
         if kind == "bar":
             bar = max(1, int(slot * 0.8 / len(series)))

@@ -72,14 +72,71 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
     _add_store_args(export)
     export.set_defaults(handler=commands.cmd_export)
+
+    plan = sub.add_parser("plan", help="show how a group would run: levels, inputs, skips")
+    _add_run_args(plan)
+    plan.add_argument("--json", action="store_true")
+    plan.set_defaults(handler=commands.cmd_plan)
+
+    run = sub.add_parser("run", help="run a group (live progress on stderr, outputs on stdout)")
+    _add_run_args(run)
+    run.add_argument("--resume", metavar="RUN_ID",
+                     help="re-run only what did not succeed in that run")
+    run.add_argument("--json", action="store_true", help="print the whole run record")
+    run.set_defaults(handler=commands.cmd_run)
+
+    runs = sub.add_parser("runs", help="list past runs; `runs show ID` shows one")
+    runs.add_argument("--limit", type=int, default=20)
+    _add_store_args(runs)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND")
+    show = runs_sub.add_parser("show", help="one run record")
+    show.add_argument("id")
+    _add_store_args(show)
+    runs.set_defaults(handler=commands.cmd_runs, runs_command=None)
+
+    inject = sub.add_parser("inject", help="print the context block for a request (and a run)")
+    inject.add_argument("request")
+    inject.add_argument("--run", metavar="RUN_ID", help="include this run's results")
+    _add_inject_args(inject)
+    inject.set_defaults(handler=commands.cmd_inject)
+
+    ask = sub.add_parser("ask", help="search, run the chosen group (or fall back), inject")
+    ask.add_argument("request")
+    ask.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
+    ask.add_argument("--concurrency", type=int, default=4)
+    _add_inject_args(ask)
+    ask.set_defaults(handler=commands.cmd_ask)
     return parser
+
+
+def _add_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("group", help="group id")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                        help="a group input (repeatable)")
+    parser.add_argument("--context", type=Path, metavar="FILE",
+                        help="JSON execution context (values the steps read as context.x)")
+    parser.add_argument("--library", action="append", type=Path, metavar="PATH",
+                        help="library folders (default: $SKILLGROVE_PATH, else the bundled one)")
+    parser.add_argument("--concurrency", type=int, default=4, help="parallel steps (default 4)")
+    _add_store_args(parser)
+
+
+def _add_inject_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--context", type=Path, metavar="FILE",
+                        help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
+    parser.add_argument("--budget", type=int, default=None, metavar="TOKENS",
+                        help="token budget for the injected block (cl100k_base tokens)")
+    parser.add_argument("--format", choices=["markdown", "xml"], default="markdown")
+    parser.add_argument("--library", action="append", type=Path, metavar="PATH",
+                        help="library folders (default: $SKILLGROVE_PATH, else the bundled one)")
+    _add_store_args(parser)
 
 
 def _add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=Path, default=None, metavar="DIR",
                         help="where the embedded index lives (default: $SKILLGROVE_INDEX, "
                              "else ./.skillgrove)")
-    parser.add_argument("--store", choices=["embedded"], default="embedded",
+    parser.add_argument("--store", choices=["embedded", "neo4j"], default="embedded",
                         help="graph store (default: embedded, no server)")
     parser.add_argument("--model", default=None,
                         help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")

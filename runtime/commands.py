@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from graph.documents import GROUP_PREFIX
 from graph.embedded import EmbeddedStore
@@ -39,6 +40,10 @@ def make_encoder(args: argparse.Namespace) -> CachedEncoder:
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> GraphStore:
+    if args.store == "neo4j":
+        from graph.neo4j_store import Neo4jStore
+
+        return Neo4jStore.from_environment()
     path = index_dir(args) / INDEX_FILE
     if not create and not path.exists():
         raise IndexMissingError(f"no index at {path}: run `skillgrove index` first "
@@ -189,3 +194,198 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
         raise SkillgroveError(f"'{args.group}' is a skill, not a group")
     out.write(to_mermaid(record) if args.format == "mermaid" else to_dot(record))
     return 0
+
+
+# -- running groups ---------------------------------------------------------------------------
+
+
+def library_paths(args: argparse.Namespace) -> list[Path]:
+    from runtime.paths import default_paths
+
+    return list(getattr(args, "library", None) or default_paths())
+
+
+def load_runtime_library(args: argparse.Namespace) -> Any:
+    from groups.library import load_library
+
+    return load_library(library_paths(args))
+
+
+def parse_inputs(pairs: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SkillgroveError(f"--input {pair!r}: write it as name=value")
+        key, value = pair.split("=", 1)
+        values[key.strip()] = value
+    return values
+
+
+def run_log_for(args: argparse.Namespace) -> Any:
+    from graph.runlog import SqliteRunLog
+
+    return SqliteRunLog(index_dir(args) / "runs.sqlite")
+
+
+class ProgressDisplay:
+    """Prints the event stream as it happens (the CLI's live progress)."""
+
+    SYMBOLS: ClassVar[dict[str, str]] = {
+        "step_started": ">", "step_finished": "ok", "step_failed": "FAIL", "step_skipped": "skip",
+        "step_retrying": "retry"}
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __call__(self, event: Any) -> None:
+        kind = event.kind.value
+        if kind == "run_started" and not event.step:
+            self.stream.write(f"run {event.run_id}: group {event.group}\n")
+        elif kind == "run_finished" and not event.step:
+            self.stream.write(f"run {event.run_id}: {event.status} in {event.seconds:.2f} s"
+                              + (f" ({event.message})" if event.message else "") + "\n")
+        elif kind in self.SYMBOLS:
+            detail = ""
+            if kind == "step_started" and (event.attempt or 1) > 1:
+                detail = f" (attempt {event.attempt})"
+            elif kind == "step_finished" and event.seconds is not None:
+                detail = f" {event.seconds:.2f} s" + (f" ({event.message})" if event.message
+                                                       else "")
+            elif kind == "step_retrying":
+                detail = f" in {event.data.get('delay', 0):.2f} s: {event.message}"
+            elif event.message:
+                detail = f": {event.message}"
+            self.stream.write(f"  {self.SYMBOLS[kind]:<5} {event.step}{detail}\n")
+        self.stream.flush()
+
+
+def make_runner(args: argparse.Namespace, library: Any, events: Any) -> Any:
+    from runtime.executors import SubprocessExecutor
+    from runtime.runner import Runner, RunOptions
+
+    return Runner(library.groups, library.skills, SubprocessExecutor(),
+                  run_log=run_log_for(args), events=events,
+                  options=RunOptions(max_concurrency=args.concurrency))
+
+
+def _context_values(path: Path | None) -> dict[str, Any]:
+    return dict(load_context(path).values)
+
+
+def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
+    library = load_runtime_library(args)
+    runner = make_runner(args, library, None)
+    plan = runner.plan(args.group, parse_inputs(args.input), _context_values(args.context))
+    if args.json:
+        from dataclasses import asdict
+
+        out.write(json.dumps(asdict(plan), indent=2, ensure_ascii=False, default=str) + "\n")
+        return 0
+    out.write(f"group {plan.group}\ninputs: {json.dumps(plan.inputs, ensure_ascii=False)}\n")
+    steps = {s.id: s for s in plan.steps}
+    for level, ids in enumerate(plan.levels):
+        out.write(f"level {level}:\n")
+        for sid in ids:
+            step = steps[sid]
+            note = f"  [skipped: {step.skip_reason}]" if step.skip_reason else ""
+            out.write(f"  {sid}: {step.kind} {step.target}{note}\n")
+            for key, value in step.inputs.items():
+                out.write(f"      {key} = {json.dumps(value, ensure_ascii=False)[:120]}\n")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    library = load_runtime_library(args)
+    events = ProgressDisplay(sys.stderr) if not args.json else None
+    runner = make_runner(args, library, events or (lambda e: None))
+    resume = None
+    if args.resume:
+        resume = run_log_for(args).get(args.resume)
+        if resume is None:
+            raise SkillgroveError(f"no run '{args.resume}' in {index_dir(args) / 'runs.sqlite'}")
+    inputs = parse_inputs(args.input) if args.input or resume is None else None
+    context = _context_values(args.context) if args.context or resume is None else None
+    record = runner.run(args.group, inputs, context, resume=resume)
+    if args.json:
+        out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    else:
+        out.write(json.dumps(dict(record.outputs), indent=2, ensure_ascii=False,
+                             default=str) + "\n")
+    return 0 if record.status == "success" else 1
+
+
+def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
+    log = run_log_for(args)
+    if args.runs_command == "show":
+        record = log.get(args.id)
+        if record is None:
+            raise SkillgroveError(f"no run '{args.id}'")
+        out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        return 0
+    for record in log.list(args.limit):
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
+        failed = [s.id for s in record.steps if s.status == "failure"]
+        out.write(f"{record.id}  {when}  {record.group:<28} {record.status:<8} "
+                  f"{record.seconds:6.2f} s" + (f"  failed: {', '.join(failed)}" if failed
+                                                 else "") + "\n")
+    return 0
+
+
+def _injection(args: argparse.Namespace, library: Any, toolbox: Toolbox, run: Any) -> Any:
+    from runtime.inject import build_injection
+
+    return build_injection(toolbox, library.catalog.by_id(), run, budget=args.budget,
+                           fmt=args.format)
+
+
+def _search(args: argparse.Namespace, request: str, context: RequestContext) -> Toolbox:
+    store = open_store(args)
+    try:
+        return Retriever(store, make_encoder(args)).search(request, context)
+    finally:
+        store.close()
+
+
+def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
+    library = load_runtime_library(args)
+    toolbox = _search(args, args.request, load_context(args.context))
+    run = None
+    if args.run:
+        run = run_log_for(args).get(args.run)
+        if run is None:
+            raise SkillgroveError(f"no run '{args.run}'")
+    injection = _injection(args, library, toolbox, run)
+    out.write(injection.text)
+    sys.stderr.write(f"[{injection.tokens} tokens ({'cl100k_base'}), budget "
+                     f"{injection.budget or 'none'}, level {injection.level}]\n")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
+    """Search, validate the chosen group against the context, run it (or fall back), inject."""
+    library = load_runtime_library(args)
+    if args.store == "embedded" and not (index_dir(args) / INDEX_FILE).exists():
+        sys.stderr.write(f"no index yet: indexing {', '.join(map(str, library.roots))}\n")
+        store = open_store(args, create=True)
+        try:
+            index_library(library, store, make_encoder(args))
+        finally:
+            store.close()
+    context = load_context(args.context)
+    toolbox = _search(args, args.request, context)
+    run = None
+    group = toolbox.group
+    if group is not None and group.ready:
+        runner = make_runner(args, library, ProgressDisplay(sys.stderr))
+        gid = group.id.removeprefix(GROUP_PREFIX)
+        declared = {spec.name for spec in library.groups[gid].inputs}
+        inputs = {k: v for k, v in context.values.items() if k in declared}
+        inputs.update(parse_inputs(args.input))
+        run = runner.run(gid, inputs, dict(context.values), request=args.request)
+    elif group is not None:
+        sys.stderr.write(f"group '{group.name}' needs input: {', '.join(group.missing_inputs)}"
+                         " (pass them in --context values); not run\n")
+    injection = _injection(args, library, toolbox, run)
+    out.write(injection.text)
+    sys.stderr.write(f"[{injection.tokens} tokens, cl100k_base; level {injection.level}]\n")
+    return 0 if run is None or run.status == "success" else 1

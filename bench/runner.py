@@ -1,0 +1,110 @@
+"""Runner and injection figures (issue 5). Prints, asserts nothing.
+
+    .venv/bin/python bench/runner.py
+
+1. Runner overhead per step: a linear chain of in-process no-op steps; the median per step of
+   (run wall time / steps) over repeated runs, and the same for a 1-step group as a reference.
+2. Parallel efficiency: 8 independent steps that each sleep 200 ms, concurrency 8; wall time
+   against the ideal 200 ms.
+3. Injected tokens for sample requests on the bundled library against the tokens of all its
+   skill bodies (what stuffing every skill into the prompt would cost).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from groups import load_group_text, load_library  # noqa: E402
+from runtime.executors import InProcessExecutor  # noqa: E402
+from runtime.runner import Runner, RunOptions  # noqa: E402
+from skills.model import Entrypoint, Skill  # noqa: E402
+
+
+def _skill(name: str) -> Skill:
+    return Skill(id=name, name=name, description=name, folder=Path("/"), root=Path("/"),
+                 content_hash="", body_line=1, entrypoint=Entrypoint("python", "x.py:run"))
+
+
+def overhead(steps: int, repeats: int = 30) -> float:
+    body = "".join(f"  - id: s{i}\n    skill: noop\n" + (f"    needs: [s{i - 1}]\n" if i else "")
+                   for i in range(steps))
+    load = load_group_text(f"id: chain\ndescription: d\nexamples: [e]\nsteps:\n{body}",
+                           Path("chain.yaml"))
+    assert load.group is not None
+    runner = Runner({"chain": load.group}, {"noop": _skill("noop")},
+                    InProcessExecutor({"noop": lambda: {}}))
+    per_step = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        record = runner.run("chain")
+        per_step.append((time.perf_counter() - started) / steps)
+        assert record.status == "success"
+    return statistics.median(per_step) * 1000
+
+
+def parallel(n: int = 8, seconds: float = 0.2) -> float:
+    body = "".join(f"  - id: s{i}\n    skill: nap\n" for i in range(n))
+    load = load_group_text(f"id: fan\ndescription: d\nexamples: [e]\nsteps:\n{body}",
+                           Path("fan.yaml"))
+    assert load.group is not None
+    runner = Runner({"fan": load.group}, {"nap": _skill("nap")},
+                    InProcessExecutor({"nap": lambda: (time.sleep(seconds), {})[1]}),
+                    options=RunOptions(max_concurrency=n))
+    walls = []
+    for _ in range(5):
+        started = time.perf_counter()
+        runner.run("fan")
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls)
+
+
+def injection() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from graph import EmbeddedStore, Retriever, index_library
+    from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
+    from runtime.commands import cache_path
+    from runtime.inject import build_injection, count_tokens
+    from runtime.paths import bundled_library
+
+    library = load_library([bundled_library()])
+    encoder = CachedEncoder(SentenceTransformerEncoder(), EmbeddingCache(cache_path()))
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    retriever = Retriever(store, encoder)
+    all_bodies = sum(count_tokens(s.body()) for s in library.skills.values())
+    print(f"\nbundled library: {len(library.skills)} skills, {len(library.groups)} groups; "
+          f"all skill bodies together: {all_bodies} tokens (cl100k_base)")
+    requests = [
+        "summarize the quarterly report PDF and email the key numbers to my team",
+        "reply to this customer support ticket",
+        "make the weekly KPI report from the sales CSV",
+        "turn the meeting transcript into action items and invite everyone",
+        "add this invoice to the ledger",
+        "clean up this messy CSV file",
+        "生成本周的周报",
+        "translate this paragraph into German",
+    ]
+    print(f"{'request':<75} {'tokens':>7} {'share':>6}  budget 1500")
+    for request in requests:
+        toolbox = retriever.search(request)
+        full = build_injection(toolbox, library.catalog.by_id())
+        capped = build_injection(toolbox, library.catalog.by_id(), budget=1500)
+        print(f"{request[:75]:<75} {full.tokens:>7} {full.tokens / all_bodies:>6.1%}  "
+              f"{capped.tokens} ({capped.level})")
+
+
+if __name__ == "__main__":
+    reference = overhead(1)
+    chain = overhead(50, repeats=10)
+    print(f"runner overhead per step, in-process no-op steps: median {chain:.3f} ms "
+          f"(50-step chain); {reference:.3f} ms for a 1-step group")
+    wall = parallel()
+    print(f"parallel efficiency: 8 independent 200 ms steps took {wall * 1000:.0f} ms "
+          f"(ideal 200 ms; efficiency {0.2 / wall:.0%})")
+    injection()

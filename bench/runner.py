@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from groups import load_group_text, load_library  # noqa: E402
-from runtime.executors import InProcessExecutor  # noqa: E402
-from runtime.runner import Runner, RunOptions  # noqa: E402
-from skills.model import Entrypoint, Skill  # noqa: E402
+from groups import load_group_text, load_library
+from runtime.executors import InProcessExecutor
+from runtime.runner import Runner, RunOptions
+from skills.model import Entrypoint, Skill
 
 
 def _skill(name: str) -> Skill:

@@ -60,9 +60,6 @@ VECTOR_SIMILARITY = "cosine"
 
 LUCENE_MAX_CLAUSES = 1024
 """Lucene's default limit of clauses in one query; longer queries keep their first terms."""
-BM25_K1 = 1.2
-"""Lucene's BM25 constants (Neo4j does not let a fulltext index change them)."""
-BM25_B = 0.75
 
 
 def _node_columns(var: str) -> str:
@@ -158,15 +155,44 @@ def create_fulltext_index(kind: NodeKind) -> Statement:
             {"name": FULLTEXT_INDEX_NAMES[kind], "analyzer": FULLTEXT_ANALYZER})
 
 
-def create_vector_index(kind: NodeKind, dimensions: int) -> Statement:
-    """A cosine VECTOR index on ``embedding``; ``dimensions`` comes from the vectors synced."""
+def vector_quantization_configurable(server_version: Sequence[int]) -> bool:
+    """From 5.23 a vector index quantizes its vectors unless told not to (scores then drift by
+    about 0.005); older servers neither quantize nor accept the setting."""
+    return tuple(server_version[:2]) >= (5, 23)
+
+
+def vector_index_config(dimensions: int, server_version: Sequence[int]) -> dict[str, Any]:
+    """The ``indexConfig`` we want: cosine, the vectors' dimension, exact (unquantized) vectors."""
     if dimensions <= 0:
         raise ValueError(f"vector dimensions must be positive, not {dimensions}")
+    config: dict[str, Any] = {"vector.dimensions": dimensions,
+                              "vector.similarity_function": VECTOR_SIMILARITY}
+    if vector_quantization_configurable(server_version):
+        config["vector.quantization.enabled"] = False
+    return config
+
+
+def create_vector_index(kind: NodeKind, dimensions: int,
+                        server_version: Sequence[int] = (5, 13)) -> Statement:
+    """A cosine VECTOR index on ``embedding``; ``dimensions`` comes from the vectors synced,
+    ``server_version`` (:func:`parse_version`) decides which settings the server accepts."""
     return (f"CREATE VECTOR INDEX $name IF NOT EXISTS FOR (n:{label(kind)}) ON n.embedding "
-            "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, "
-            "`vector.similarity_function`: $similarity}}",
-            {"name": VECTOR_INDEX_NAMES[kind], "dimensions": dimensions,
-             "similarity": VECTOR_SIMILARITY})
+            "OPTIONS {indexConfig: $config}",
+            {"name": VECTOR_INDEX_NAMES[kind],
+             "config": vector_index_config(dimensions, server_version)})
+
+
+def vector_index_matches(existing_config: Mapping[str, Any], dimensions: int,
+                         server_version: Sequence[int]) -> bool:
+    """Whether an existing index's ``indexConfig`` is the one we want (else it is recreated)."""
+    for key, value in vector_index_config(dimensions, server_version).items():
+        found = existing_config.get(key)
+        if isinstance(value, str) and isinstance(found, str):
+            if found.lower() != value.lower():
+                return False
+        elif found != value:
+            return False
+    return True
 
 
 def show_indexes(names: Sequence[str]) -> Statement:
@@ -297,6 +323,20 @@ def cosine_from_score(score: float) -> float:
     return 2.0 * score - 1.0
 
 
+# -- fulltext ---------------------------------------------------------------------------------
+#
+# The embedded store scores text with rank-bm25's Okapi BM25 and divides by the most any node
+# could score for the query (graph.bm25). Lucene's BM25 differs in its idf
+# (ln(1 + (N - n + 0.5) / (n + 0.5)), never negative) and drops the k1 + 1 factor. Each query
+# term therefore gets a Lucene boost of (our idf x occurrences) / (Lucene's idf): Lucene then
+# scores   sum(our idf x occurrences x tf / (tf + k1 * (1 - b + b * len / avglen)))   and dividing
+# by   sum(our idf x occurrences)   gives the embedded store's 0..1 scale. What still differs is
+# Lucene's k1 (1.2, not 1.5), its one-byte length norms, and deleted documents it counts until
+# it merges segments; the ranking and the scale stay those of the embedded store.
+
+BM25_EPSILON = 0.25
+"""rank-bm25's floor: an idf below zero becomes ``epsilon x`` the vocabulary's mean idf."""
+
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
 
@@ -309,36 +349,14 @@ def lucene_escape(term: str) -> str:
     return escaped
 
 
-def lucene_query(tokens: Sequence[str]) -> str:
-    """Our tokens as one Lucene query: each distinct term once, boosted by how often it occurs
-    (Lucene would merge repeated clauses the same way), at most :data:`LUCENE_MAX_CLAUSES`.
-
-    >>> lucene_query(["report", "周报", "report"])
-    'report^2 周报'
-    """
-    counts = Counter(t for t in tokens if t.strip())
-    parts = []
-    for term, count in list(counts.items())[:LUCENE_MAX_CLAUSES]:
-        parts.append(lucene_escape(term) + (f"^{count}" if count > 1 else ""))
-    return " ".join(parts)
+def query_terms(tokens: Sequence[str]) -> list[str]:
+    """The distinct terms of a query, in order, at most :data:`LUCENE_MAX_CLAUSES`."""
+    return list(Counter(t for t in tokens if t.strip()))[:LUCENE_MAX_CLAUSES]
 
 
-def fulltext_search(kind: NodeKind, tokens: Sequence[str], k: int) -> Statement:
-    return ("CALL db.index.fulltext.queryNodes($index, $query, {limit: $k}) YIELD node, score "
-            "RETURN node.id AS id, score ORDER BY score DESC, id",
-            {"index": FULLTEXT_INDEX_NAMES[kind], "query": lucene_query(tokens), "k": k})
-
-
-def fulltext_statistics(kind: NodeKind, tokens: Sequence[str]) -> Statement:
-    """How many nodes of ``kind`` there are and, for each distinct query term, how many hold it
-    (terms no node holds are left out): what Lucene's idf is made of."""
-    terms = list(Counter(t for t in tokens if t.strip()))[:LUCENE_MAX_CLAUSES]
-    return (f"MATCH (n:{label(kind)}) WITH count(n) AS total "
-            "UNWIND $terms AS term "
-            "CALL db.index.fulltext.queryNodes($index, term.query) YIELD node "
-            "RETURN total, term.term AS term, count(node) AS df",
-            {"index": FULLTEXT_INDEX_NAMES[kind],
-             "terms": [{"term": t, "query": lucene_escape(t)} for t in terms]})
+def okapi_idf(total: int, df: int) -> float:
+    """rank-bm25's idf: ``ln((N - n + 0.5) / (n + 0.5))`` (negative for a term in most nodes)."""
+    return math.log(total - df + 0.5) - math.log(df + 0.5)
 
 
 def lucene_idf(total: int, df: int) -> float:
@@ -346,14 +364,76 @@ def lucene_idf(total: int, df: int) -> float:
     return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
-def lucene_max_score(tokens: Sequence[str], total: int, dfs: Mapping[str, int]) -> float:
-    """The most any node could score for ``tokens`` under Lucene's BM25.
+def average_idf(documents: Sequence[Sequence[str]]) -> float:
+    """The mean Okapi idf over the vocabulary of ``documents`` (rank-bm25's floor uses it)."""
+    dfs: Counter[str] = Counter()
+    for tokens in documents:
+        dfs.update(set(tokens))
+    if not dfs:
+        return 0.0
+    return sum(okapi_idf(len(documents), n) for n in dfs.values()) / len(dfs)
 
-    Lucene scores a term ``idf * tf / (tf + k1 * (1 - b + b * len / avglen))``, which tends to
-    ``idf`` as the term fills a short document, so the bound is the sum of the query terms' idf,
-    each counted as often as it occurs — the same bound the embedded store divides its BM25 by
-    (there with rank-bm25's idf and the ``k1 + 1`` factor Lucene drops)."""
-    return sum(lucene_idf(total, dfs[t]) for t in tokens if dfs.get(t, 0) > 0)
+
+def term_weights(tokens: Sequence[str], total: int, dfs: Mapping[str, int],
+                 mean_idf: float, epsilon: float = BM25_EPSILON) -> dict[str, float]:
+    """Each distinct query term's weight in the embedded store's BM25: its idf (floored as
+    rank-bm25 does) times its occurrences in the query. Terms no node holds, or with no positive
+    weight, are left out: they cannot raise a score.
+
+    >>> term_weights(["pdf", "pdf", "zzz"], 10, {"pdf": 1}, 0.0)
+    {'pdf': 3.69...}
+    """
+    counts = Counter(t for t in tokens if t.strip())
+    weights: dict[str, float] = {}
+    for term in query_terms(tokens):
+        df = dfs.get(term, 0)
+        if df <= 0:
+            continue
+        idf = okapi_idf(total, df)
+        if idf < 0:
+            idf = epsilon * mean_idf
+        if idf > 0:
+            weights[term] = idf * counts[term]
+    return weights
+
+
+def lucene_query(weights: Mapping[str, float], total: int, dfs: Mapping[str, int]) -> str:
+    """The boosted Lucene query that makes Lucene weigh each term as the embedded store does.
+
+    >>> lucene_query({"report": 2.0, "周报": 1.0}, 10, {"report": 1, "周报": 1})
+    'report^1.003799 周报^0.501900'
+    """
+    parts = []
+    for term, weight in weights.items():
+        boost = weight / lucene_idf(total, dfs[term])
+        if boost >= 1e-6:
+            parts.append(f"{lucene_escape(term)}^{boost:.6f}")
+    return " ".join(parts)
+
+
+def fulltext_statistics(kind: NodeKind, tokens: Sequence[str]) -> Statement:
+    """What the term weights are made of: how many nodes of ``kind`` there are, the mean idf of
+    their vocabulary (written by the last sync) and, for each distinct query term that some
+    node holds, how many nodes hold it (counted through the fulltext index)."""
+    return (f"MATCH (n:{label(kind)}) WITH count(n) AS total "
+            f"OPTIONAL MATCH (m:{META_LABEL} {{key: $stats_key}}) "
+            "WITH total, m.value AS mean_idf UNWIND $terms AS term "
+            "CALL db.index.fulltext.queryNodes($index, term.query) YIELD node "
+            "RETURN total, mean_idf, term.term AS term, count(node) AS df",
+            {"index": FULLTEXT_INDEX_NAMES[kind], "stats_key": mean_idf_key(kind),
+             "terms": [{"term": t, "query": lucene_escape(t)} for t in query_terms(tokens)]})
+
+
+def fulltext_search(kind: NodeKind, query: str, k: int) -> Statement:
+    """``query`` from :func:`lucene_query`."""
+    return ("CALL db.index.fulltext.queryNodes($index, $query, {limit: $k}) YIELD node, score "
+            "RETURN node.id AS id, score ORDER BY score DESC, id",
+            {"index": FULLTEXT_INDEX_NAMES[kind], "query": query, "k": k})
+
+
+def mean_idf_key(kind: NodeKind) -> str:
+    """The meta entry holding the mean idf of the vocabulary of ``kind`` (written by sync)."""
+    return f"skillgrove.bm25.mean_idf.{kind.value}"
 
 
 # -- meta -------------------------------------------------------------------------------------

@@ -111,6 +111,20 @@ def group_id(group: Group) -> str:
     return GROUP_PREFIX + group.id
 
 
+EXAMPLE_PREFIX = "example:"
+
+
+def example_records(group: Group) -> list[NodeRecord]:
+    """One node per distinct example request of the group."""
+    out = []
+    for index, example in enumerate(dict.fromkeys(e.strip() for e in group.examples if e.strip())):
+        digest = hashlib.sha256(example.encode()).hexdigest()[:12]
+        out.append(NodeRecord(f"{EXAMPLE_PREFIX}{group.id}:{digest}", NodeKind.EXAMPLE,
+                              f"{group.id} example {index + 1}", example,
+                              _digest(example, group.id), {"group": group_id(group)}))
+    return out
+
+
 def group_record(group: Group, skills: Mapping[str, Skill]) -> NodeRecord:
     text = group_text(group, skills)
     members = [skills[s.skill].id for s in group.steps if s.skill and s.skill in skills]

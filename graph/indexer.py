@@ -9,7 +9,7 @@ from itertools import combinations
 
 import numpy as np
 
-from graph.documents import group_record, skill_record
+from graph.documents import example_records, group_record, skill_record
 from graph.embeddings import Encoder, Vectors
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
 from graph.store import GraphStore
@@ -68,7 +68,8 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     skills = library.catalog.active
     skill_nodes = [skill_record(s) for s in skills.values()]
     group_nodes = [group_record(g, skills) for g in library.groups.values()]
-    nodes = skill_nodes + group_nodes
+    example_nodes = [e for g in library.groups.values() for e in example_records(g)]
+    nodes = skill_nodes + group_nodes + example_nodes
     vectors: dict[str, Vectors] = {}
     batch = 128
     for start in range(0, len(nodes), batch):

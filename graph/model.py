@@ -11,6 +11,10 @@ from typing import Any
 class NodeKind(StrEnum):
     SKILL = "skill"
     GROUP = "group"
+    EXAMPLE = "example"
+    """A sample request a group serves (authored ``examples`` or mined from history); its data
+    names the group. Matching a request against each example, not only the group text as a
+    whole, is what lets paraphrases find their group."""
 
 
 class EdgeKind(StrEnum):

@@ -40,6 +40,7 @@ class RetrievalConfig:
     group_margin: float = 0.0
     vector_weight: float = 0.75
     candidates: int = 50
+    example_candidates: int = 200
     recent_boost: float = 0.15
     select_ratio: float = 0.85
     select_max: int = 5
@@ -144,23 +145,31 @@ class Retriever:
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
         cfg = self.config
-        vec_hits = dict(self.store.vector_search(NodeKind.GROUP, vector, cfg.candidates))
-        lex_hits = dict(self.store.text_search(NodeKind.GROUP, query, cfg.candidates))
-        if not vec_hits and not lex_hits:
+        whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates)
+        examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates)
+        best_example: dict[str, tuple[float, float, float, str]] = {}
+        for eid, hit in examples.items():
+            record = self.store.node(eid)
+            gid = str(record.data.get("group", "")) if record else ""
+            if gid and (gid not in best_example or hit[0] > best_example[gid][0]):
+                best_example[gid] = (*hit, record.text if record else "")
+        if not whole and not best_example:
             return None, "the library has no groups", []
         scored: list[tuple[float, str, dict[str, Any]]] = []
-        for gid in set(vec_hits) | set(lex_hits):
+        for gid in set(whole) | set(best_example):
             record = self.store.node(gid)
             if record is None:
                 continue
-            cosine = vec_hits.get(gid)
-            if cosine is None:
-                stored = self.store.vector(gid)
-                cosine = float(stored @ vector) if stored is not None else 0.0
-            lexical = lex_hits.get(gid, 0.0)
-            score = cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lexical
+            score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, query, vector)
             explanation: dict[str, Any] = {"vector": round(cosine, 4),
                                            "lexical": round(lexical, 4)}
+            if gid in best_example:
+                ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
+                explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
+                                          "lexical": round(ex_lex, 4)}
+                if ex_score > score:
+                    score = ex_score
+                    explanation["matched"] = "example"
             demoted = _demotion(record)
             if demoted:
                 score *= cfg.demote_factor
@@ -196,6 +205,27 @@ class Retriever:
             missing_inputs=missing, ready=not missing, explanation=explanation,
         ), None, candidates
 
+    def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
+                ) -> dict[str, tuple[float, float, float]]:
+        """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
+        cfg = self.config
+        lexical = dict(self.store.text_search(kind, query, k))
+        dense = dict(self.store.vector_search(kind, vector, k))
+        out: dict[str, tuple[float, float, float]] = {}
+        for nid in {*lexical, *dense}:
+            cosine = dense.get(nid)
+            if cosine is None:
+                stored = self.store.vector(nid)
+                cosine = float(stored @ vector) if stored is not None else 0.0
+            lex = lexical.get(nid, 0.0)
+            out[nid] = (cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lex, cosine, lex)
+        return out
+
+    def _hybrid_one(self, nid: str, query: str, vector: Any) -> tuple[float, float, float]:
+        stored = self.store.vector(nid)
+        cosine = float(stored @ vector) if stored is not None else 0.0
+        return self.config.vector_weight * cosine, cosine, 0.0
+
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
         out = []
         for member in group.data.get("members", ()):
@@ -212,19 +242,11 @@ class Retriever:
     def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
                      ) -> list[ScoredSkill]:
         cfg = self.config
-        lexical = self.store.text_search(NodeKind.SKILL, query, cfg.candidates)
-        dense = self.store.vector_search(NodeKind.SKILL, vector, cfg.candidates)
-        lex_scores = dict(lexical)
-        vec_scores = dict(dense)
         fused: dict[str, float] = {}
         explain: dict[str, dict[str, Any]] = {}
-        for sid in {*lex_scores, *vec_scores}:
-            cosine = vec_scores.get(sid)
-            if cosine is None:
-                stored = self.store.vector(sid)
-                cosine = float(stored @ vector) if stored is not None else 0.0
-            lex = lex_scores.get(sid, 0.0)
-            fused[sid] = cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lex
+        for sid, (score, cosine, lex) in self._hybrid(NodeKind.SKILL, query, vector,
+                                                      cfg.candidates).items():
+            fused[sid] = score
             explain[sid] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
         recent = set(context.recent_skills)
         out: list[ScoredSkill] = []

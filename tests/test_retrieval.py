@@ -148,7 +148,8 @@ def test_reindexing_an_unchanged_library_embeds_nothing(tmp_path: Path,
     index_library(load_library([root]), store, encoder)
     again = index_library(load_library([root]), store, encoder)
     assert again.embedded == 0
-    assert not again.report.changed and again.report.unchanged == 9
+    assert not again.report.changed
+    assert again.report.unchanged == 7 + 2 + 4  # skills, groups, their example requests
     summary = root / "skills" / "summarize-text" / "SKILL.md"
     summary.write_text(summary.read_text() + f"\nKeep the tone neutral ({uuid.uuid4().hex}).\n")
     changed = index_library(load_library([root]), store, encoder)
@@ -166,7 +167,10 @@ def test_deleted_skill_and_group_leave_the_graph(tmp_path: Path, encoder: Cached
 
     shutil.rmtree(root / "skills" / "translate-text")
     result = index_library(load_library([root]), store, encoder)
-    assert len(result.report.removed) == 2
+    removed = sorted(result.report.removed)
+    assert len(removed) == 4  # the skill, the group and the group's two example requests
+    assert "group:kpi-report" in removed
+    assert sum(1 for r in removed if r.startswith("example:kpi-report:")) == 2
     assert store.node("group:kpi-report") is None
     assert not [e for e in store.edges() if e.src == "group:kpi-report"]
 

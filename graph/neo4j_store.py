@@ -1,0 +1,547 @@
+"""The Neo4j store: the same skill graph in a real Neo4j (5.13 or later), queried in the database.
+
+Nothing of the graph is kept in this process: nodes, edges, vectors and meta are read from the
+server on every call, and retrieval runs there — vector search through a cosine VECTOR index
+(``db.index.vector.queryNodes``), lexical search through a FULLTEXT index. The Cypher comes from
+:mod:`graph.cypher` (pure builders, values always as parameters); the only I/O seam is the
+injected ``neo4j.Driver``::
+
+    store = Neo4jStore.from_environment()          # SKILLGROVE_NEO4J_URI, _USER, _PASSWORD, ...
+    store = Neo4jStore(GraphDatabase.driver(uri, auth=None), uri=uri)   # a driver of your own
+
+**Sync** is one managed write transaction (the driver retries it on transient errors and lost
+connections): read the stored hashes and edges, work out what changed, then delete, upsert and
+rewrite in UNWIND batches. A sync that fails — the server goes away, the connection drops halfway
+— is rolled back by the server, so readers keep seeing the previous graph until a sync commits.
+Schema changes cannot share a transaction with data, so the constraints and the fulltext indexes
+are created when the store opens and the vector indexes (whose dimension is that of the vectors)
+just before the sync's transaction; all ``IF NOT EXISTS``, so opening and syncing are idempotent.
+
+**Lexical scores.** Each node stores ``tokens = " ".join(tokenize(text))``, our own CJK-aware
+tokens, indexed with Lucene's ``whitespace`` analyzer and queried with the query's tokens
+(escaped), so both stores match on the same terms. Lucene scores them with BM25 (k1 = 1.2, b =
+0.75, no ``k1 + 1`` factor). As in the embedded store, a score is divided by the most any node
+could score for that query — the sum of the query terms' Lucene idf ``ln(1 + (N - n + 0.5) / (n +
+0.5))``, with ``N`` the nodes of the kind and ``n`` the nodes holding the term (counted through
+the same index) — so it lies in 0..1 and means the same for every query. Lucene keeps counting
+deleted documents until it merges segments, so after many updates a ratio can overshoot a
+little; it is clipped to 1.
+
+Failures become one :class:`~graph.errors.StoreError` that names the URI and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j.exceptions import (
+    AuthError,
+    ConfigurationError,
+    DriverError,
+    IncompleteCommit,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from graph import cypher
+from graph.cypher import Statement
+from graph.embeddings import Vectors
+from graph.errors import StoreError
+from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from graph.text import tokenize
+
+DEFAULT_URI = "bolt://127.0.0.1:7687"
+START_HINT = ("start one with `bash .ci/neo4j/server.sh start` (test server, no auth) or "
+              "`docker compose up -d` (set SKILLGROVE_NEO4J_PASSWORD to the compose file's "
+              "password), or point SKILLGROVE_NEO4J_URI at your server")
+
+_EdgeKey = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class Neo4jConfig:
+    """Where the server is and how to talk to it.
+
+    ``from_environment`` reads ``SKILLGROVE_NEO4J_CONFIG`` (a TOML or JSON file with the keys
+    below) and then ``SKILLGROVE_NEO4J_URI``, ``_USER``, ``_PASSWORD``, ``_DATABASE``, which win
+    over the file. No user and no password means no authentication (the test server); a password
+    without a user logs in as ``neo4j``.
+
+    >>> Neo4jConfig.from_environment({"SKILLGROVE_NEO4J_URI": "bolt://db:7687"}).uri
+    'bolt://db:7687'
+    """
+
+    uri: str = DEFAULT_URI
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    database: str | None = None
+    """None: the server's default database (``neo4j``)."""
+    connection_timeout: float = 5.0
+    """Seconds to wait for a TCP connection before calling the server unreachable."""
+    max_transaction_retry_time: float = 15.0
+    """Seconds a managed transaction keeps being retried after transient failures."""
+    batch_size: int = 500
+    """Rows per UNWIND in a sync."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Neo4jConfig:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        config_file = env.get("SKILLGROVE_NEO4J_CONFIG")
+        if config_file:
+            values.update(_read_config_file(Path(config_file)))
+        for key in ("uri", "user", "password", "database"):
+            value = env.get(f"SKILLGROVE_NEO4J_{key.upper()}")
+            if value:
+                values[key] = value
+        return cls(**values)
+
+    def auth(self) -> tuple[str, str] | None:
+        if self.user is None and self.password is None:
+            return None
+        return (self.user or "neo4j", self.password or "")
+
+
+_CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {"uri": str, "user": str, "password": str, "database": str,
+                "connection_timeout": (int, float), "max_transaction_retry_time": (int, float),
+                "batch_size": int}
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read the Neo4j config file {path} (SKILLGROVE_NEO4J_CONFIG): "
+                         f"{exc.strerror}") from exc
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(raw)
+        else:
+            data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise StoreError(f"{path}: the Neo4j config file is not valid {kind}: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("neo4j"), dict):
+        data = data["neo4j"]  # a [neo4j] table in a larger file
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: the Neo4j config file must hold a table of settings")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        expected = _CONFIG_KEYS.get(key)
+        if expected is None:
+            known = ", ".join(sorted(_CONFIG_KEYS))
+            raise StoreError(f"{path}: unknown Neo4j setting '{key}' (known: {known})")
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise StoreError(f"{path}: Neo4j setting '{key}' has the wrong type "
+                             f"({type(value).__name__})")
+        out[key] = value
+    return out
+
+
+class Neo4jStore:
+    """The :class:`~graph.store.GraphStore` Protocol on a Neo4j server, through ``driver``.
+
+    Opening checks the server (reachable, credentials, version 5.13+) and sets up the schema.
+    ``close()`` closes the driver only when the store created it (``from_config``)."""
+
+    def __init__(self, driver: Driver, *, uri: str = "the Neo4j server",
+                 database: str | None = None, batch_size: int = 500,
+                 owns_driver: bool = False) -> None:
+        self._driver = driver
+        self.uri = uri
+        self.database = database
+        self.batch_size = batch_size
+        self._owns_driver = owns_driver
+        self._vector_dims: dict[NodeKind, int] = {}
+        try:
+            self.server_version = self._check_server()
+            self._version = cypher.parse_version(self.server_version)
+            self._ensure_schema()
+        except BaseException:
+            if owns_driver:
+                driver.close()
+            raise
+
+    @classmethod
+    def from_config(cls, config: Neo4jConfig) -> Neo4jStore:
+        # Without a handler the driver's retry and connection warnings would reach stderr
+        # through logging's last resort; the StoreError we raise says it all.
+        logging.getLogger("neo4j").addHandler(logging.NullHandler())
+        try:
+            driver = GraphDatabase.driver(
+                config.uri, auth=config.auth(), connection_timeout=config.connection_timeout,
+                max_transaction_retry_time=config.max_transaction_retry_time,
+                notifications_min_severity="OFF")
+        except (ConfigurationError, ValueError) as exc:
+            raise StoreError(f"cannot use the Neo4j URI {config.uri!r}: {exc} (set "
+                             "SKILLGROVE_NEO4J_URI, e.g. bolt://127.0.0.1:7687)") from exc
+        return cls(driver, uri=config.uri, database=config.database,
+                   batch_size=config.batch_size, owns_driver=True)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Neo4jStore:
+        """The store ``skillgrove --store neo4j`` uses; see :class:`Neo4jConfig`."""
+        return cls.from_config(Neo4jConfig.from_environment(environ))
+
+    # -- errors -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str, after: str = "") -> Iterator[None]:
+        """Driver and server failures as one StoreError naming the URI and what to do;
+        ``after`` is added to every message but the lost-commit one."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except AuthError as exc:
+            raise StoreError(
+                f"Neo4j at {self.uri} refused the credentials while trying to {action}{after}: "
+                "set SKILLGROVE_NEO4J_USER and SKILLGROVE_NEO4J_PASSWORD (or user/password in "
+                "the SKILLGROVE_NEO4J_CONFIG file) to an account of that server") from exc
+        except IncompleteCommit as exc:
+            raise StoreError(
+                f"the connection to Neo4j at {self.uri} was lost while committing ({action}); "
+                "the change may or may not have been applied: run it again") from exc
+        except (ServiceUnavailable, SessionExpired) as exc:
+            raise StoreError(
+                f"cannot reach Neo4j at {self.uri} to {action} ({_first_line(exc)}){after}: is "
+                f"the server running? {START_HINT}") from exc
+        except Neo4jError as exc:
+            code = exc.code or ""
+            if code.endswith("DatabaseNotFound"):
+                raise StoreError(
+                    f"Neo4j at {self.uri} has no database '{self.database}': create it or set "
+                    "SKILLGROVE_NEO4J_DATABASE to one that exists (Community has only "
+                    "'neo4j')") from exc
+            raise StoreError(f"Neo4j at {self.uri} failed to {action}{after}: {code}: "
+                             f"{_first_line(exc.message or exc)}") from exc
+        except DriverError as exc:
+            raise StoreError(f"Neo4j at {self.uri}: cannot {action}{after}: "
+                             f"{_first_line(exc)}") from exc
+
+    def _read(self, statement: Statement) -> list[dict[str, Any]]:
+        """A read in one round trip (an auto-commit query); when the connection turns out to
+        be stale or the server busy, once more as a managed transaction, which the driver
+        retries. Retrieval makes dozens of small reads per request, so the round trip counts."""
+        query, params = statement
+        try:
+            with self._driver.session(
+                    database=self.database, default_access_mode=READ_ACCESS,
+                    bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
+                return [record.data() for record in session.run(query, params)]
+        except (ServiceUnavailable, SessionExpired, TransientError):
+            records, _, _ = self._driver.execute_query(
+                query, params, routing_=RoutingControl.READ, database_=self.database)
+            return [record.data() for record in records]
+
+    def _write(self, statement: Statement) -> list[dict[str, Any]]:
+        query, params = statement
+        records, _, _ = self._driver.execute_query(
+            query, params, routing_=RoutingControl.WRITE, database_=self.database)
+        return [record.data() for record in records]
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _check_server(self) -> str:
+        with self._errors("connect"):
+            self._driver.verify_connectivity()
+            rows = self._read(cypher.server_components())
+        kernel = next((r for r in rows if r["name"] == "Neo4j Kernel"), rows[0] if rows else None)
+        version = str(kernel["versions"][0]) if kernel and kernel["versions"] else "unknown"
+        check_server_version(version, self.uri)
+        return version
+
+    def _ensure_schema(self) -> None:
+        with self._errors("set up the schema"):
+            for kind in NodeKind:
+                self._write(cypher.create_id_constraint(kind))
+            self._write(cypher.create_meta_constraint())
+            indexes = self._indexes()
+            for kind in NodeKind:
+                existing = indexes.get(cypher.FULLTEXT_INDEX_NAMES[kind])
+                if existing is not None and _index_config(existing).get(
+                        "fulltext.analyzer") != cypher.FULLTEXT_ANALYZER:
+                    self._write(cypher.drop_index(cypher.FULLTEXT_INDEX_NAMES[kind]))
+                self._write(cypher.create_fulltext_index(kind))
+            self._write(cypher.await_indexes())
+
+    def _indexes(self) -> dict[str, dict[str, Any]]:
+        names = [*cypher.FULLTEXT_INDEX_NAMES.values(), *cypher.VECTOR_INDEX_NAMES.values()]
+        return {row["name"]: row for row in self._read(cypher.show_indexes(names))}
+
+    def _ensure_vector_index(self, kind: NodeKind, dimensions: int) -> None:
+        """Creates the kind's vector index; recreates it when its settings are not ours (the
+        model's dimension changed, or an older version made it quantized)."""
+        if self._vector_dims.get(kind) == dimensions:
+            return
+        name = cypher.VECTOR_INDEX_NAMES[kind]
+        existing = self._indexes().get(name)
+        if existing is not None and not cypher.vector_index_matches(
+                _index_config(existing), dimensions, self._version):
+            self._write(cypher.drop_index(name))
+        self._write(cypher.create_vector_index(kind, dimensions, self._version))
+        self._write(cypher.await_indexes())
+        self._vector_dims[kind] = dimensions
+
+    def _has_vector_index(self, kind: NodeKind) -> bool:
+        if kind not in self._vector_dims:
+            existing = self._indexes().get(cypher.VECTOR_INDEX_NAMES[kind])
+            if existing is None:
+                return False  # nothing synced yet (another process may create it later)
+            self._vector_dims[kind] = int(_index_config(existing)["vector.dimensions"])
+        return True
+
+    # -- sync ---------------------------------------------------------------------------------
+
+    def sync(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+             edges: Sequence[Edge]) -> SyncReport:
+        wanted = {n.id: n for n in nodes}
+        for edge in edges:
+            for end in (edge.src, edge.dst):
+                if end not in wanted:
+                    raise StoreError(f"sync: edge {edge.kind.value} {edge.src!r} -> "
+                                     f"{edge.dst!r} names {end!r}, which is not among the nodes")
+        dims: dict[NodeKind, int] = {}
+        for record in wanted.values():
+            vector = vectors.get(record.id)
+            if vector is None:
+                continue
+            size = int(np.asarray(vector).shape[-1])
+            if dims.setdefault(record.kind, size) != size:
+                raise StoreError(f"sync: vectors of {record.kind.value}s differ in dimension "
+                                 f"({dims[record.kind]} and {size}, at {record.id!r})")
+        with self._errors("sync", after="; the previous graph is unchanged"):
+            for kind, size in dims.items():
+                self._ensure_vector_index(kind, size)
+            with self._driver.session(
+                    database=self.database,
+                    bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
+                return session.execute_write(self._sync_work, wanted, vectors, edges)
+
+    def _sync_work(self, tx: ManagedTransaction, wanted: Mapping[str, NodeRecord],
+                   vectors: Mapping[str, Vectors], edges: Sequence[Edge]) -> SyncReport:
+        """One attempt of the sync transaction; the driver may run it again, so it recomputes
+        the difference from what the transaction reads."""
+
+        def run(statement: Statement) -> list[dict[str, Any]]:
+            query, params = statement
+            return [record.data() for record in tx.run(query, params)]
+
+        stored: dict[str, tuple[NodeKind, str, bool]] = {}
+        for row in run(cypher.existing_nodes()):
+            kind = cypher.kind_of_labels(row["labels"])
+            if kind is not None:
+                stored[row["id"]] = (kind, row["content_hash"], bool(row["has_vector"]))
+        added = [n for n in wanted.values() if n.id not in stored]
+        updated = [n for n in wanted.values()
+                   if n.id in stored and stored[n.id][1] != n.content_hash]
+        removed = sorted(nid for nid in stored if nid not in wanted)
+        for record in added:
+            if record.id not in vectors:
+                raise StoreError(f"sync: no vector for node {record.id!r}")
+        for record in updated:
+            if record.id not in vectors and not stored[record.id][2]:
+                raise StoreError(f"sync: no vector for node {record.id!r}")
+
+        stored_edges: dict[_EdgeKey, tuple[Edge, NodeKind, NodeKind]] = {}
+        for row in run(cypher.existing_edges()):
+            src_kind = cypher.kind_of_labels(row["src_labels"])
+            dst_kind = cypher.kind_of_labels(row["dst_labels"])
+            if src_kind is None or dst_kind is None:
+                continue
+            edge = _edge_from_row(row)
+            stored_edges[edge.key] = (edge, src_kind, dst_kind)
+        wanted_edges = {e.key: e for e in edges}
+        new_edges = [e for k, e in wanted_edges.items()
+                     if k not in stored_edges or _edge_changed(stored_edges[k][0], e)]
+        gone_edges = [k for k in stored_edges if k not in wanted_edges]
+
+        size = self.batch_size
+        gone_by_kinds: dict[tuple[EdgeKind, NodeKind, NodeKind], list[dict[str, Any]]] = {}
+        for key in gone_edges:
+            edge, src_kind, dst_kind = stored_edges[key]
+            gone_by_kinds.setdefault((edge.kind, src_kind, dst_kind), []).append(
+                {"src": edge.src, "dst": edge.dst, "group": key[3]})
+        for (edge_kind, src_kind, dst_kind), rows in gone_by_kinds.items():
+            for chunk in cypher.batches(rows, size):
+                run(cypher.delete_edges(edge_kind, src_kind, dst_kind, chunk))
+        for kind in NodeKind:
+            ids = [nid for nid in removed if stored[nid][0] is kind]
+            for id_chunk in cypher.batches(ids, size):
+                run(cypher.delete_nodes(kind, id_chunk))
+        relabel: dict[tuple[NodeKind, NodeKind], list[str]] = {}
+        for record in updated:
+            if stored[record.id][0] is not record.kind:
+                relabel.setdefault((stored[record.id][0], record.kind), []).append(record.id)
+        for (old, new), ids in relabel.items():
+            for id_chunk in cypher.batches(ids, size):
+                run(cypher.relabel_nodes(old, new, id_chunk))
+        for kind in NodeKind:
+            rows = [_node_row(n, vectors.get(n.id)) for n in (*added, *updated) if n.kind is kind]
+            for chunk in cypher.batches(rows, size):
+                run(cypher.upsert_nodes(kind, chunk))
+        new_by_kinds: dict[tuple[EdgeKind, NodeKind, NodeKind], list[dict[str, Any]]] = {}
+        for edge in new_edges:
+            new_by_kinds.setdefault(
+                (edge.kind, wanted[edge.src].kind, wanted[edge.dst].kind), []).append(
+                {"src": edge.src, "dst": edge.dst, "group": edge.key[3],
+                 "weight": float(edge.weight), "props": _props_json(edge.props)})
+        for (edge_kind, src_kind, dst_kind), rows in new_by_kinds.items():
+            for chunk in cypher.batches(rows, size):
+                run(cypher.merge_edges(edge_kind, src_kind, dst_kind, chunk))
+        changed_kinds = {n.kind for n in (*added, *updated)} | {stored[i][0] for i in removed}
+        changed_kinds |= {stored[n.id][0] for n in updated}
+        for kind in changed_kinds:
+            documents = [tokenize(n.text) for n in wanted.values() if n.kind is kind]
+            run(cypher.set_meta(cypher.mean_idf_key(kind), repr(cypher.average_idf(documents))))
+        return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
+                          tuple(removed), len(wanted) - len(added) - len(updated),
+                          len(new_edges), len(gone_edges))
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def node(self, node_id: str) -> NodeRecord | None:
+        with self._errors("read a node"):
+            rows = self._read(cypher.node_by_id(node_id))
+        return _record_from_row(rows[0]) if rows else None
+
+    def nodes(self, kind: NodeKind | None = None) -> list[NodeRecord]:
+        with self._errors("read nodes"):
+            rows = self._read(cypher.nodes(kind))
+        return [_record_from_row(row) for row in rows]
+
+    def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
+        with self._errors("read edges"):
+            rows = self._read(cypher.edges(kind))
+        return [_edge_from_row(row) for row in rows]
+
+    def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
+                  ) -> list[tuple[Edge, NodeRecord]]:
+        if kinds is not None and not kinds:
+            return []
+        with self._errors("read neighbours"):
+            rows = self._read(cypher.neighbors(node_id, kinds))
+        return [(_edge_from_row(row), _record_from_row(row)) for row in rows]
+
+    def vector_search(self, kind: NodeKind, vector: Vectors, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        with self._errors("search vectors"):
+            if not self._has_vector_index(kind):
+                return []
+            rows = self._read(cypher.vector_search(kind, np.asarray(vector).tolist(), k))
+        return [(row["id"], cypher.cosine_from_score(row["score"])) for row in rows]
+
+    def text_search(self, kind: NodeKind, query: str, k: int) -> list[tuple[str, float]]:
+        """Lucene BM25 through the fulltext index, weighted and scaled to 0..1 as the embedded
+        store's BM25 (see :mod:`graph.cypher`, "fulltext")."""
+        tokens = tokenize(query)
+        if not tokens or k <= 0:
+            return []
+        with self._errors("search text"):
+            stats = self._read(cypher.fulltext_statistics(kind, tokens))
+            if not stats:
+                return []  # no node holds any of the terms
+            total = int(stats[0]["total"])
+            dfs = {row["term"]: int(row["df"]) for row in stats}
+            mean_idf = float(stats[0]["mean_idf"] or 0.0)
+            weights = cypher.term_weights(tokens, total, dfs, mean_idf)
+            best = sum(weights.values())
+            lucene = cypher.lucene_query(weights, total, dfs)
+            if best <= 0 or not lucene:
+                return []
+            rows = self._read(cypher.fulltext_search(kind, lucene, k))
+        return [(row["id"], min(1.0, float(row["score"]) / best)) for row in rows
+                if row["score"] > 0]
+
+    def vector(self, node_id: str) -> Vectors | None:
+        with self._errors("read a vector"):
+            rows = self._read(cypher.node_vector(node_id))
+        if not rows or rows[0]["embedding"] is None:
+            return None
+        return np.asarray(rows[0]["embedding"], dtype=np.float32)
+
+    def get_meta(self, key: str) -> str | None:
+        with self._errors("read meta"):
+            rows = self._read(cypher.get_meta(key))
+        return None if not rows or rows[0]["value"] is None else str(rows[0]["value"])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._errors("write meta"):
+            self._write(cypher.set_meta(key, value))
+
+    def clear(self) -> None:
+        """Deletes every skill, group, edge and meta entry (the schema stays)."""
+        with self._errors("clear the graph"):
+            self._write(cypher.delete_all())
+
+    def close(self) -> None:
+        if self._owns_driver:
+            self._driver.close()
+
+
+def check_server_version(version: str, uri: str) -> None:
+    """Refuses servers without vector indexes (before 5.13), saying what to do."""
+    if not cypher.version_supported(version):
+        wanted = ".".join(map(str, cypher.MIN_SERVER_VERSION))
+        raise StoreError(
+            f"Neo4j at {uri} is version {version}; skillgrove needs {wanted} or later (vector "
+            "indexes): upgrade the server, or start neo4j:5.26-community with `docker compose "
+            "up -d` and point SKILLGROVE_NEO4J_URI at it")
+
+
+# -- rows <-> records -------------------------------------------------------------------------
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else type(value).__name__
+
+
+def _index_config(row: Mapping[str, Any]) -> dict[str, Any]:
+    options = row.get("options") or {}
+    return dict(options.get("indexConfig") or {})
+
+
+def _props_json(props: Mapping[str, Any]) -> str:
+    return json.dumps(dict(props), sort_keys=True)
+
+
+def _edge_changed(old: Edge, new: Edge) -> bool:
+    return (old.weight != new.weight
+            or json.loads(_props_json(old.props)) != json.loads(_props_json(new.props)))
+
+
+def _node_row(record: NodeRecord, vector: Vectors | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "name": record.name, "text": record.text, "tokens": " ".join(tokenize(record.text)),
+        "content_hash": record.content_hash,
+        "data": json.dumps(dict(record.data), ensure_ascii=False, sort_keys=True),
+    }
+    if vector is not None:
+        properties["embedding"] = np.asarray(vector, dtype=np.float32).astype(float).tolist()
+    return {"id": record.id, "properties": properties}
+
+
+def _record_from_row(row: Mapping[str, Any]) -> NodeRecord:
+    kind = cypher.kind_of_labels(row["labels"])
+    if kind is None:
+        raise StoreError(f"node {row['id']!r} in Neo4j is neither a Skill nor a Group")
+    return NodeRecord(row["id"], kind, row["name"], row["text"], row["content_hash"],
+                      json.loads(row["data"] or "{}"))
+
+
+def _edge_from_row(row: Mapping[str, Any]) -> Edge:
+    return Edge(EdgeKind(row["kind"]), row["src"], row["dst"], float(row["weight"]),
+                json.loads(row["props"] or "{}"))

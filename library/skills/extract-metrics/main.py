@@ -14,7 +14,7 @@ _VALUE = (r"(?P<cur>[$€£¥]|\b(?:USD|EUR|GBP|JPY|CNY|RMB)\s?)?"
           r"(?:\s?(?P<scale>thousand|million|billion|bn|mn|[kKmMbB])\b)?"
           r"(?P<pct>\s?%|\s?percent\b)?")
 _LABELLED = re.compile(r"^\s*(?P<label>[A-Za-z][A-Za-z &/()'-]{1,48}?)\s*[:=]\s*" + _VALUE
-                       + r"\s*(?:\((?P<note>[^)]*)\))?\s*$", re.MULTILINE)
+                       + r"\s*(?:\([^)]*\))?\s*$", re.MULTILINE)
 _VERBS = (r"reached|rose to|grew to|increased to|fell to|dropped to|declined to|climbed to|"
           r"improved to|came in at|stood at|totall?ed|was|were|is|are|of|at|to|held at|hit")
 _PROSE = re.compile(r"(?P<label>(?:[A-Za-z][\w'-]*\s){0,3}[A-Za-z][\w'-]*)\s+(?:" + _VERBS
@@ -38,7 +38,7 @@ def run(text: str, limit: int = 10) -> dict[str, Any]:
     flat = re.sub(r"\s*\n\s*", " ", text)
     for match in _PROSE.finditer(flat):
         _add(found, seen, match, _clean_label(match["label"]), flat, match.start())
-    # "Label: value" lines come after prose in order of appearance only if they are new labels.
+    # Then "Label: value" lines, as in a key-figures box; labels already seen are skipped.
     for match in _LABELLED.finditer(text):
         position = flat.find(match.group(0).strip()[:20])
         _add(found, seen, match, _clean_label(match["label"]), text, position
@@ -65,9 +65,10 @@ def _add(found: list[tuple[int, dict[str, Any]]], seen: set[str], match: re.Matc
         return  # a year, not a figure
     value = number * _SCALE.get(scale_word, 1)
     unit = "%" if is_pct else currency
-    display = source[match.start("cur") if match["cur"] else match.start("num"):match.end()].strip()
-    tail = source[match.end():match.end() + 60]
-    change = _CHANGE.match(tail)
+    start = match.start("cur") if match["cur"] else match.start("num")
+    end = max(match.end(group) for group in ("num", "scale", "pct") if match[group])
+    display = source[start:end].strip()
+    change = _CHANGE.match(source[end:end + 60])  # ", up 12.4% ..." or " (up 5%)"
     seen.add(label.lower())
     found.append((position, {
         "label": label,

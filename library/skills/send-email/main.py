@@ -56,7 +56,8 @@ def run(to: str | list[str], subject: str, body: str, cc: str | list[str] | None
         _send_smtp(message, host)
         return {"delivered": "smtp", "message_id": message["Message-ID"], "path": "",
                 "recipients": everyone}
-    folder = Path(outbox_dir or os.environ.get("SKILLGROVE_OUTBOX") or "outbox").expanduser()
+    folder = Path(outbox_dir or os.environ.get("SKILLGROVE_OUTBOX") or _default_outbox())
+    folder = folder.expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     slug = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")[:40] or "message"
@@ -64,6 +65,13 @@ def run(to: str | list[str], subject: str, body: str, cc: str | list[str] | None
     path.write_bytes(message.as_bytes(policy=policy.SMTP))
     return {"delivered": "outbox", "message_id": message["Message-ID"], "path": str(path),
             "recipients": everyone}
+
+
+def _default_outbox() -> Path:
+    here = Path(__file__).resolve().parent
+    if Path.cwd().resolve() == here:  # run by the skillgrove runner: keep the library clean
+        return Path.home() / ".skillgrove" / "outbox"
+    return Path("outbox")
 
 
 def _addresses(value: str | list[str] | None, field: str) -> list[str]:

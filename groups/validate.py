@@ -86,7 +86,8 @@ def _parameters(skill: Skill | None, group: Group | None
         extra = skill.inputs.get("additionalProperties", not props)
         return props, skill.required_inputs(), extra is not False
     if group is not None:
-        props = {spec.name: {"type": spec.type} for spec in group.inputs}
+        props = {spec.name: {"type": spec.type} | ({"enum": list(spec.enum)} if spec.enum else {})
+                 for spec in group.inputs}
         required = tuple(s.name for s in group.inputs if s.required and not s.has_default)
         return props, required, False
     return None, (), True

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from graph.runlog import RunLog, RunRecord, StepRecord
@@ -56,6 +57,10 @@ class RunOptions:
     max_concurrency: int = 4
     default_timeout: float | None = None
     """Per-attempt timeout when neither the step nor the skill gives one (None: the executor's)."""
+    workdir: Path | None = None
+    """Where relative paths in inputs point (default: the current directory at run time).
+    Skills run inside their own folder, so inputs declared ``format: path`` are made absolute
+    against this before a skill sees them."""
 
 
 @dataclass(frozen=True)
@@ -396,6 +401,7 @@ class Runner:
                              data={"instruction_only": True}))
             return StepRecord(step.id, step.target, "skill", "success", inputs, {}, None, 0,
                               started_at, seconds)
+        inputs = absolute_paths(skill, inputs, self.options.workdir or Path.cwd())
         policy = step.retry or RetryPolicy(max_attempts=1)
         timeout = step.timeout or (skill.entrypoint.timeout if skill.entrypoint else None) \
             or self.options.default_timeout
@@ -463,6 +469,32 @@ class Runner:
             return {k: render_value(v, scope) for k, v in group.outputs.items()}, None
         except ExpressionError as exc:
             return {}, f"outputs: {exc}"
+
+
+def absolute_paths(skill: Skill, inputs: Mapping[str, Any], workdir: Path) -> dict[str, Any]:
+    """Inputs declared ``format: path`` (a string, or a list of strings) made absolute."""
+    out = dict(inputs)
+    for name, schema in skill.input_properties().items():
+        if name not in out or not isinstance(schema, Mapping):
+            continue
+        items = schema.get("items")
+        is_path = schema.get("format") == "path" or (
+            isinstance(items, Mapping) and items.get("format") == "path")
+        if not is_path:
+            continue
+        value = out[name]
+        if isinstance(value, str):
+            out[name] = _absolute(value, workdir)
+        elif isinstance(value, list):
+            out[name] = [_absolute(v, workdir) if isinstance(v, str) else v for v in value]
+    return out
+
+
+def _absolute(value: str, workdir: Path) -> str:
+    if not value or "://" in value:
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else (workdir / path).resolve())
 
 
 def _retry_applies(policy: RetryPolicy, result: ExecResult) -> bool:

@@ -390,6 +390,14 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
         where = (key, *[p for p in exc.absolute_path if isinstance(p, str | int)])
         out.error("schema-invalid", f"'{key}' is not a valid JSON Schema: {exc.message}", at=where)
         return None
+    props = schema.get("properties")
+    for name, prop in (props.items() if isinstance(props, dict) else ()):
+        if isinstance(prop, dict) and "default" in prop:
+            problems = list(Draft202012Validator(prop).iter_errors(prop["default"]))
+            if problems:
+                out.error("default-type", f"{key}.{name}: default {prop['default']!r} does not "
+                          f"fit its schema: {problems[0].message}",
+                          at=(key, "properties", str(name), "default"))
     return schema
 
 

@@ -197,3 +197,39 @@ def test_http_entrypoint(tmp_path: Path, http_skill_server: str) -> None:
     busy = executor.execute(upper, {"text": "hi", "busy": True}, timeout=10, cancel=Cancel())
     assert busy.outcome is Outcome.ERROR and busy.retryable
     assert busy.error == f"HTTP 503 from {http_skill_server}"
+
+
+def test_relative_path_inputs_point_to_the_callers_directory(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    skill(root / "skills", "read-first-line", """
+        entrypoint: {python: "main.py:run"}
+        inputs:
+          properties:
+            path: {type: string, format: path}
+            label: {type: string}
+        outputs: {properties: {line: {type: string}, label: {type: string}}}
+        """, {"main.py": "def run(path, label):\n"
+                         "    return {'line': open(path).readline().strip(), 'label': label}\n"})
+    write_group(root, "g.yaml", """
+        id: first-line
+        description: d
+        examples: [e]
+        inputs: {file: {type: string, required: true}}
+        steps:
+          - id: read
+            skill: read-first-line
+            with: {path: "${{ inputs.file }}", label: notes.txt}
+        outputs: {line: "${{ steps.read.outputs.line }}", label: "${{ steps.read.outputs.label }}"}
+        """)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("first line\nsecond\n")
+    library = load_library([root])
+    from runtime.runner import RunOptions
+
+    runner = Runner(library.groups, library.skills, SubprocessExecutor(),
+                    options=RunOptions(workdir=work))
+    record = runner.run("first-line", {"file": "notes.txt"})
+    assert record.status == "success", record.error
+    assert record.outputs == {"line": "first line", "label": "notes.txt"}
+    assert record.step("read").inputs["path"] == str(work / "notes.txt")  # type: ignore[union-attr]

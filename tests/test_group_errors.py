@@ -186,3 +186,15 @@ def test_the_design_notes_example_loads_and_validates(fixture_library: Path) -> 
     assert notify.timeout == 30.0
     spec = group.input("pdf_path")
     assert spec is not None and spec.required
+
+
+def test_sub_group_enum_is_checked(tmp_path: Path) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    write_group(root, "level.yaml", "id: level\ndescription: d\nexamples: [e]\ninputs:\n"
+                "  level: {type: string, enum: [low, high], default: low}\nsteps:\n"
+                "  - id: s\n    skill: summarize-text\n    with: {text: t}\n")
+    write_group(root, "caller.yaml", "id: caller\ndescription: d\nexamples: [e]\nsteps:\n"
+                "  - id: call\n    group: level\n    with: {level: zzz}\n")
+    errors = load_library([root]).errors
+    assert [(d.rule, d.line) for d in errors] == [("type-mismatch", 7)]
+    assert "'zzz' is not one of ['low', 'high']" in errors[0].message

@@ -299,3 +299,14 @@ def test_copied_sidecar_gets_a_new_id_with_a_warning(tmp_path: Path) -> None:
     catalog = discover_skills([tmp_path])
     assert len({s.id for s in catalog.skills}) == 2
     assert [d.rule for d in catalog.diagnostics] == ["duplicate-id"]
+
+
+def test_input_default_must_fit_its_schema(tmp_path: Path) -> None:
+    text = ("---\nname: d\ndescription: d\ninputs:\n  properties:\n    limit:\n"
+            "      type: integer\n      default: five\n---\n")
+    result = load(tmp_path, text, folder="d")
+    assert result.skill is None
+    error = next(d for d in result.diagnostics if d.is_error)
+    assert (error.rule, error.line, error.column) == ("default-type", 8, 16)
+    assert error.message == ("inputs.limit: default 'five' does not fit its schema: 'five' is not "
+                             "of type 'integer'")

@@ -43,18 +43,34 @@ MIN_SERVER_VERSION = (5, 13)
 """Vector indexes (``CREATE VECTOR INDEX``, ``db.index.vector.queryNodes``) are GA from 5.13."""
 
 META_LABEL = "SkillgroveMeta"
-_LABELS: Mapping[NodeKind, str] = {NodeKind.SKILL: "Skill", NodeKind.GROUP: "Group"}
 _IDENTIFIER = re.compile(r"^[A-Z][A-Za-z_]*$")
+_KIND_VALUE = re.compile(r"^[a-z][a-z_]*$")
 
-CONSTRAINT_NAMES: Mapping[NodeKind, str] = {
-    NodeKind.SKILL: "skillgrove_skill_id", NodeKind.GROUP: "skillgrove_group_id"}
+
+def _kind_value(kind: NodeKind) -> str:
+    if not isinstance(kind, NodeKind):
+        raise TypeError(f"not a NodeKind: {kind!r}")
+    if not _KIND_VALUE.match(kind.value):
+        raise ValueError(f"refusing to put {kind.value!r} into Cypher: not a plain identifier")
+    return kind.value
+
+
+def constraint_name(kind: NodeKind) -> str:
+    """``skillgrove_skill_id``: the uniqueness constraint on the kind's ``id``."""
+    return f"skillgrove_{_kind_value(kind)}_id"
+
+
+def vector_index_name(kind: NodeKind) -> str:
+    return f"skillgrove_{_kind_value(kind)}_embedding"
+
+
+def fulltext_index_name(kind: NodeKind) -> str:
+    """One fulltext index per kind, so Lucene's term statistics (idf, average length) are per
+    kind, as the embedded store keeps one BM25 per kind."""
+    return f"skillgrove_{_kind_value(kind)}_tokens"
+
+
 META_CONSTRAINT_NAME = "skillgrove_meta_key"
-VECTOR_INDEX_NAMES: Mapping[NodeKind, str] = {
-    NodeKind.SKILL: "skillgrove_skill_embedding", NodeKind.GROUP: "skillgrove_group_embedding"}
-FULLTEXT_INDEX_NAMES: Mapping[NodeKind, str] = {
-    NodeKind.SKILL: "skillgrove_skill_tokens", NodeKind.GROUP: "skillgrove_group_tokens"}
-"""One fulltext index per kind, so Lucene's term statistics (idf, average length) are per kind,
-as the embedded store keeps one BM25 per kind."""
 FULLTEXT_ANALYZER = "whitespace"
 VECTOR_SIMILARITY = "cosine"
 
@@ -73,17 +89,16 @@ _EDGE_COLUMNS = ("type(r) AS kind, startNode(r).id AS src, endNode(r).id AS dst,
 # -- names from our enums ---------------------------------------------------------------------
 
 def label(kind: NodeKind) -> str:
-    """The node label of ``kind``; anything but a :class:`NodeKind` is refused."""
-    if not isinstance(kind, NodeKind):
-        raise TypeError(f"not a NodeKind: {kind!r}")
-    return _checked_identifier(_LABELS[kind])
+    """The node label of ``kind`` (``skill`` -> ``Skill``); anything but a :class:`NodeKind`
+    is refused."""
+    return _checked_identifier("".join(p.capitalize() for p in _kind_value(kind).split("_")))
 
 
 def kind_of_labels(labels: Iterable[str]) -> NodeKind | None:
     """The kind of a node from its labels (``None`` for a node that is not ours)."""
     present = set(labels)
-    for kind, name in _LABELS.items():
-        if name in present:
+    for kind in NodeKind:
+        if label(kind) in present:
             return kind
     return None
 
@@ -141,7 +156,7 @@ def version_supported(version: str) -> bool:
 
 def create_id_constraint(kind: NodeKind) -> Statement:
     return (f"CREATE CONSTRAINT $name IF NOT EXISTS FOR (n:{label(kind)}) REQUIRE n.id IS UNIQUE",
-            {"name": CONSTRAINT_NAMES[kind]})
+            {"name": constraint_name(kind)})
 
 
 def create_meta_constraint() -> Statement:
@@ -152,7 +167,7 @@ def create_meta_constraint() -> Statement:
 def create_fulltext_index(kind: NodeKind) -> Statement:
     return (f"CREATE FULLTEXT INDEX $name IF NOT EXISTS FOR (n:{label(kind)}) ON EACH [n.tokens] "
             "OPTIONS {indexConfig: {`fulltext.analyzer`: $analyzer}}",
-            {"name": FULLTEXT_INDEX_NAMES[kind], "analyzer": FULLTEXT_ANALYZER})
+            {"name": fulltext_index_name(kind), "analyzer": FULLTEXT_ANALYZER})
 
 
 def vector_quantization_configurable(server_version: Sequence[int]) -> bool:
@@ -178,7 +193,7 @@ def create_vector_index(kind: NodeKind, dimensions: int,
     ``server_version`` (:func:`parse_version`) decides which settings the server accepts."""
     return (f"CREATE VECTOR INDEX $name IF NOT EXISTS FOR (n:{label(kind)}) ON n.embedding "
             "OPTIONS {indexConfig: $config}",
-            {"name": VECTOR_INDEX_NAMES[kind],
+            {"name": vector_index_name(kind),
              "config": vector_index_config(dimensions, server_version)})
 
 
@@ -310,12 +325,30 @@ def node_vector(node_id: str) -> Statement:
     return " UNION ALL ".join(parts), {"id": node_id}
 
 
+EXHAUSTIVE_VECTOR_SEARCH_UP_TO = 2000
+"""Up to this many nodes of a kind, a vector search asks the index for all of them."""
+VECTOR_CANDIDATES = 1000
+"""Beyond that, how many candidates the index explores (at least ``k``)."""
+
+
 def vector_search(kind: NodeKind, vector: Sequence[float], k: int) -> Statement:
-    """Nearest nodes by the cosine VECTOR index. Neo4j scores cosine as ``(1 + cos) / 2``;
-    :func:`cosine_from_score` turns it back."""
-    return ("CALL db.index.vector.queryNodes($index, $k, $vector) YIELD node, score "
-            "RETURN node.id AS id, score ORDER BY score DESC, id",
-            {"index": VECTOR_INDEX_NAMES[kind], "k": k, "vector": [float(x) for x in vector]})
+    """The ``k`` nearest nodes by the cosine VECTOR index, best first.
+
+    Neo4j's HNSW search explores only as many candidates as it is asked for. On MiniLM vectors,
+    whose cosines crowd into a narrow band, asking for 50 misses about one in ten of the true
+    top 50 (on the 1,299-skill corpus: recall 0.91; the node itself is missed for one query in
+    five at k = 5). So the index is asked for every node of the kind when there are at most
+    :data:`EXHAUSTIVE_VECTOR_SEARCH_UP_TO` (exact, and at that size no slower), else for
+    ``max(k, VECTOR_CANDIDATES)`` (recall 0.985 at 10,000 skills), and the best ``k`` are kept.
+    Neo4j scores cosine as ``(1 + cos) / 2``; :func:`cosine_from_score` turns it back."""
+    return (f"MATCH (n:{label(kind)}) WITH count(n) AS total "
+            "WITH CASE WHEN total <= $exhaustive_up_to THEN total "
+            "ELSE $candidates END AS candidates WHERE candidates > 0 "
+            "CALL db.index.vector.queryNodes($index, candidates, $vector) YIELD node, score "
+            "RETURN node.id AS id, score ORDER BY score DESC, id LIMIT $k",
+            {"index": vector_index_name(kind), "k": k, "vector": [float(x) for x in vector],
+             "exhaustive_up_to": EXHAUSTIVE_VECTOR_SEARCH_UP_TO,
+             "candidates": max(k, VECTOR_CANDIDATES)})
 
 
 def cosine_from_score(score: float) -> float:
@@ -325,17 +358,25 @@ def cosine_from_score(score: float) -> float:
 
 # -- fulltext ---------------------------------------------------------------------------------
 #
-# The embedded store scores text with rank-bm25's Okapi BM25 and divides by the most any node
-# could score for the query (graph.bm25). Lucene's BM25 differs in its idf
-# (ln(1 + (N - n + 0.5) / (n + 0.5)), never negative) and drops the k1 + 1 factor. Each query
-# term therefore gets a Lucene boost of (our idf x occurrences) / (Lucene's idf): Lucene then
-# scores   sum(our idf x occurrences x tf / (tf + k1 * (1 - b + b * len / avglen)))   and dividing
-# by   sum(our idf x occurrences)   gives the embedded store's 0..1 scale. What still differs is
-# Lucene's k1 (1.2, not 1.5), its one-byte length norms, and deleted documents it counts until
-# it merges segments; the ranking and the scale stay those of the embedded store.
+# The embedded store scores text with rank-bm25's Okapi BM25 (k1 = 1.5, b = 0.75, an idf of
+# ln((N - n + 0.5) / (n + 0.5)) floored at epsilon x the vocabulary's mean) and divides by the
+# most any node could score for the query: sum(max(idf, 0) x (k1 + 1)) over the query's tokens.
+# Lucene's BM25 differs (idf ln(1 + ...), k1 = 1.2, no k1 + 1, one-byte length norms), and Neo4j
+# does not let a fulltext index change it. So the Neo4j store uses Lucene to *find* candidates
+# and computes the embedded store's score for them:
+#
+# 1. ``fulltext_statistics``: N, the document frequency of each query term (counted through the
+#    index) and the mean idf and average length of the kind's vocabulary (written by each sync).
+# 2. ``fulltext_search``: a Lucene query of our escaped tokens, each boosted by (our weight) /
+#    (Lucene's idf), so Lucene ranks nearly as BM25 does; it returns the best
+#    ``fulltext_candidates(k)`` nodes with their stored tokens.
+# 3. ``bm25_scores``: the exact BM25 of those candidates, divided by the bound above: the
+#    embedded store's 0..1 lexical score, to float precision.
 
+BM25_K1 = 1.5
+BM25_B = 0.75
 BM25_EPSILON = 0.25
-"""rank-bm25's floor: an idf below zero becomes ``epsilon x`` the vocabulary's mean idf."""
+"""The embedded store's BM25 constants (:class:`graph.bm25.BM25`'s defaults)."""
 
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
@@ -364,76 +405,121 @@ def lucene_idf(total: int, df: int) -> float:
     return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
-def average_idf(documents: Sequence[Sequence[str]]) -> float:
-    """The mean Okapi idf over the vocabulary of ``documents`` (rank-bm25's floor uses it)."""
+def vocabulary_statistics(documents: Sequence[Sequence[str]]) -> dict[str, float]:
+    """``mean_idf`` (over the vocabulary; rank-bm25 floors negative idfs with it) and
+    ``average_length`` of the token lists of one kind: what a sync stores for text search."""
     dfs: Counter[str] = Counter()
     for tokens in documents:
         dfs.update(set(tokens))
-    if not dfs:
-        return 0.0
-    return sum(okapi_idf(len(documents), n) for n in dfs.values()) / len(dfs)
+    total = len(documents)
+    mean = sum(okapi_idf(total, n) for n in dfs.values()) / len(dfs) if dfs else 0.0
+    length = sum(len(tokens) for tokens in documents) / total if total else 0.0
+    return {"mean_idf": mean, "average_length": length}
 
 
-def term_weights(tokens: Sequence[str], total: int, dfs: Mapping[str, int],
-                 mean_idf: float, epsilon: float = BM25_EPSILON) -> dict[str, float]:
-    """Each distinct query term's weight in the embedded store's BM25: its idf (floored as
-    rank-bm25 does) times its occurrences in the query. Terms no node holds, or with no positive
-    weight, are left out: they cannot raise a score.
+def term_idfs(tokens: Sequence[str], total: int, dfs: Mapping[str, int], mean_idf: float,
+              epsilon: float = BM25_EPSILON) -> dict[str, float]:
+    """The embedded store's idf of each distinct query term some node holds (an idf below zero
+    becomes ``epsilon x mean_idf``, as in rank-bm25).
 
-    >>> term_weights(["pdf", "pdf", "zzz"], 10, {"pdf": 1}, 0.0)
-    {'pdf': 3.69...}
+    >>> term_idfs(["pdf", "pdf", "zzz"], 10, {"pdf": 1}, 0.0)
+    {'pdf': 1.845...}
     """
-    counts = Counter(t for t in tokens if t.strip())
-    weights: dict[str, float] = {}
+    idfs: dict[str, float] = {}
     for term in query_terms(tokens):
         df = dfs.get(term, 0)
-        if df <= 0:
-            continue
-        idf = okapi_idf(total, df)
-        if idf < 0:
-            idf = epsilon * mean_idf
-        if idf > 0:
-            weights[term] = idf * counts[term]
-    return weights
+        if df > 0:
+            idf = okapi_idf(total, df)
+            idfs[term] = epsilon * mean_idf if idf < 0 else idf
+    return idfs
 
 
-def lucene_query(weights: Mapping[str, float], total: int, dfs: Mapping[str, int]) -> str:
-    """The boosted Lucene query that makes Lucene weigh each term as the embedded store does.
+def bm25_bound(tokens: Sequence[str], idfs: Mapping[str, float], k1: float = BM25_K1) -> float:
+    """The most any node could score: ``sum(max(idf, 0) x (k1 + 1))`` over the query's tokens,
+    repeated ones included (the embedded store's :meth:`graph.bm25.BM25.max_score`)."""
+    return sum(max(idfs[t], 0.0) * (k1 + 1) for t in tokens if t in idfs)
 
-    >>> lucene_query({"report": 2.0, "周报": 1.0}, 10, {"report": 1, "周报": 1})
-    'report^1.003799 周报^0.501900'
+
+def lucene_query(tokens: Sequence[str], idfs: Mapping[str, float], total: int,
+                 dfs: Mapping[str, int]) -> str:
+    """Our terms as a Lucene query, each boosted so that Lucene weighs it by our idf times its
+    occurrences instead of by its own idf; terms that cannot raise a score are left out.
+
+    >>> lucene_query(["report", "report", "周报"], {"report": 1.0, "周报": 0.5}, 10,
+    ...              {"report": 1, "周报": 1})
+    'report^1.003799 周报^0.250950'
     """
+    counts = Counter(tokens)
     parts = []
-    for term, weight in weights.items():
-        boost = weight / lucene_idf(total, dfs[term])
+    for term, idf in idfs.items():
+        boost = idf * counts[term] / lucene_idf(total, dfs[term])
         if boost >= 1e-6:
             parts.append(f"{lucene_escape(term)}^{boost:.6f}")
     return " ".join(parts)
 
 
+def fulltext_candidates(k: int) -> int:
+    """How many Lucene hits to rescore for the best ``k``: Lucene's ranking is close to BM25's
+    (only k1 and length rounding differ), so twice as many, and at least 50."""
+    return max(2 * k, 50)
+
+
 def fulltext_statistics(kind: NodeKind, tokens: Sequence[str]) -> Statement:
-    """What the term weights are made of: how many nodes of ``kind`` there are, the mean idf of
-    their vocabulary (written by the last sync) and, for each distinct query term that some
-    node holds, how many nodes hold it (counted through the fulltext index)."""
+    """Step 1: the number of nodes of ``kind``, the vocabulary statistics the last sync stored
+    (JSON, see :func:`vocabulary_statistics`) and, for each distinct query term that some node
+    holds, how many nodes hold it (through the fulltext index)."""
     return (f"MATCH (n:{label(kind)}) WITH count(n) AS total "
             f"OPTIONAL MATCH (m:{META_LABEL} {{key: $stats_key}}) "
-            "WITH total, m.value AS mean_idf UNWIND $terms AS term "
+            "WITH total, m.value AS statistics UNWIND $terms AS term "
             "CALL db.index.fulltext.queryNodes($index, term.query) YIELD node "
-            "RETURN total, mean_idf, term.term AS term, count(node) AS df",
-            {"index": FULLTEXT_INDEX_NAMES[kind], "stats_key": mean_idf_key(kind),
+            "RETURN total, statistics, term.term AS term, count(node) AS df",
+            {"index": fulltext_index_name(kind), "stats_key": statistics_key(kind),
              "terms": [{"term": t, "query": lucene_escape(t)} for t in query_terms(tokens)]})
 
 
-def fulltext_search(kind: NodeKind, query: str, k: int) -> Statement:
-    """``query`` from :func:`lucene_query`."""
-    return ("CALL db.index.fulltext.queryNodes($index, $query, {limit: $k}) YIELD node, score "
-            "RETURN node.id AS id, score ORDER BY score DESC, id",
-            {"index": FULLTEXT_INDEX_NAMES[kind], "query": query, "k": k})
+def average_length(kind: NodeKind) -> Statement:
+    """The average token count of the kind's nodes, for a graph synced before statistics were
+    stored."""
+    return (f"MATCH (n:{label(kind)}) "
+            "RETURN avg(CASE n.tokens WHEN '' THEN 0 ELSE size(split(n.tokens, ' ')) END) "
+            "AS average_length", {})
 
 
-def mean_idf_key(kind: NodeKind) -> str:
-    """The meta entry holding the mean idf of the vocabulary of ``kind`` (written by sync)."""
-    return f"skillgrove.bm25.mean_idf.{kind.value}"
+def fulltext_search(kind: NodeKind, query: str, limit: int) -> Statement:
+    """Step 2: the best ``limit`` Lucene hits for ``query`` (from :func:`lucene_query`) with
+    their tokens."""
+    return ("CALL db.index.fulltext.queryNodes($index, $query, {limit: $limit}) "
+            "YIELD node, score RETURN node.id AS id, node.tokens AS tokens, score",
+            {"index": fulltext_index_name(kind), "query": query, "limit": limit})
+
+
+def bm25_scores(candidates: Mapping[str, str], tokens: Sequence[str],
+                idfs: Mapping[str, float], average_length: float, k: int,
+                k1: float = BM25_K1, b: float = BM25_B) -> list[tuple[str, float]]:
+    """Step 3: the embedded store's lexical score of each candidate (id -> its stored tokens),
+    best first (ties by id), at most ``k``, only scores above zero."""
+    bound = bm25_bound(tokens, idfs, k1)
+    if bound <= 0:
+        return []
+    scored = []
+    for node_id, stored in candidates.items():
+        terms = stored.split(" ") if stored else []
+        counts = Counter(terms)
+        norm = k1 * (1 - b + b * len(terms) / average_length) if average_length else k1
+        score = 0.0
+        for term in tokens:
+            tf = counts.get(term, 0)
+            if tf and term in idfs:
+                score += idfs[term] * tf * (k1 + 1) / (tf + norm)
+        if score > 0:
+            scored.append((node_id, score / bound))
+    scored.sort(key=lambda hit: (-hit[1], hit[0]))
+    return scored[:k]
+
+
+def statistics_key(kind: NodeKind) -> str:
+    """The meta entry holding a kind's :func:`vocabulary_statistics` (written by sync)."""
+    return f"skillgrove.bm25.{_kind_value(kind)}"
 
 
 # -- meta -------------------------------------------------------------------------------------

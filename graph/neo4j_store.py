@@ -270,15 +270,16 @@ class Neo4jStore:
             self._write(cypher.create_meta_constraint())
             indexes = self._indexes()
             for kind in NodeKind:
-                existing = indexes.get(cypher.FULLTEXT_INDEX_NAMES[kind])
+                existing = indexes.get(cypher.fulltext_index_name(kind))
                 if existing is not None and _index_config(existing).get(
                         "fulltext.analyzer") != cypher.FULLTEXT_ANALYZER:
-                    self._write(cypher.drop_index(cypher.FULLTEXT_INDEX_NAMES[kind]))
+                    self._write(cypher.drop_index(cypher.fulltext_index_name(kind)))
                 self._write(cypher.create_fulltext_index(kind))
             self._write(cypher.await_indexes())
 
     def _indexes(self) -> dict[str, dict[str, Any]]:
-        names = [*cypher.FULLTEXT_INDEX_NAMES.values(), *cypher.VECTOR_INDEX_NAMES.values()]
+        names = [name(kind) for kind in NodeKind
+                 for name in (cypher.fulltext_index_name, cypher.vector_index_name)]
         return {row["name"]: row for row in self._read(cypher.show_indexes(names))}
 
     def _ensure_vector_index(self, kind: NodeKind, dimensions: int) -> None:
@@ -286,7 +287,7 @@ class Neo4jStore:
         model's dimension changed, or an older version made it quantized)."""
         if self._vector_dims.get(kind) == dimensions:
             return
-        name = cypher.VECTOR_INDEX_NAMES[kind]
+        name = cypher.vector_index_name(kind)
         existing = self._indexes().get(name)
         if existing is not None and not cypher.vector_index_matches(
                 _index_config(existing), dimensions, self._version):
@@ -297,7 +298,7 @@ class Neo4jStore:
 
     def _has_vector_index(self, kind: NodeKind) -> bool:
         if kind not in self._vector_dims:
-            existing = self._indexes().get(cypher.VECTOR_INDEX_NAMES[kind])
+            existing = self._indexes().get(cypher.vector_index_name(kind))
             if existing is None:
                 return False  # nothing synced yet (another process may create it later)
             self._vector_dims[kind] = int(_index_config(existing)["vector.dimensions"])
@@ -405,7 +406,8 @@ class Neo4jStore:
         changed_kinds |= {stored[n.id][0] for n in updated}
         for kind in changed_kinds:
             documents = [tokenize(n.text) for n in wanted.values() if n.kind is kind]
-            run(cypher.set_meta(cypher.mean_idf_key(kind), repr(cypher.average_idf(documents))))
+            run(cypher.set_meta(cypher.statistics_key(kind),
+                                json.dumps(cypher.vocabulary_statistics(documents))))
         return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
                           tuple(removed), len(wanted) - len(added) - len(updated),
                           len(new_edges), len(gone_edges))
@@ -445,8 +447,9 @@ class Neo4jStore:
         return [(row["id"], cypher.cosine_from_score(row["score"])) for row in rows]
 
     def text_search(self, kind: NodeKind, query: str, k: int) -> list[tuple[str, float]]:
-        """Lucene BM25 through the fulltext index, weighted and scaled to 0..1 as the embedded
-        store's BM25 (see :mod:`graph.cypher`, "fulltext")."""
+        """The embedded store's BM25 on our tokens: Lucene finds the candidates through the
+        fulltext index, their scores are the embedded store's (see :mod:`graph.cypher`,
+        "fulltext")."""
         tokens = tokenize(query)
         if not tokens or k <= 0:
             return []
@@ -456,15 +459,18 @@ class Neo4jStore:
                 return []  # no node holds any of the terms
             total = int(stats[0]["total"])
             dfs = {row["term"]: int(row["df"]) for row in stats}
-            mean_idf = float(stats[0]["mean_idf"] or 0.0)
-            weights = cypher.term_weights(tokens, total, dfs, mean_idf)
-            best = sum(weights.values())
-            lucene = cypher.lucene_query(weights, total, dfs)
-            if best <= 0 or not lucene:
+            vocabulary = json.loads(stats[0]["statistics"] or "{}")
+            idfs = cypher.term_idfs(tokens, total, dfs, float(vocabulary.get("mean_idf", 0.0)))
+            lucene = cypher.lucene_query(tokens, idfs, total, dfs)
+            if not lucene or cypher.bm25_bound(tokens, idfs) <= 0:
                 return []
-            rows = self._read(cypher.fulltext_search(kind, lucene, k))
-        return [(row["id"], min(1.0, float(row["score"]) / best)) for row in rows
-                if row["score"] > 0]
+            length = vocabulary.get("average_length")
+            if length is None:
+                length = self._read(cypher.average_length(kind))[0]["average_length"] or 0.0
+            rows = self._read(cypher.fulltext_search(kind, lucene,
+                                                     cypher.fulltext_candidates(k)))
+        return cypher.bm25_scores({row["id"]: row["tokens"] or "" for row in rows}, tokens,
+                                  idfs, float(length), k)
 
     def vector(self, node_id: str) -> Vectors | None:
         with self._errors("read a vector"):
@@ -537,7 +543,7 @@ def _node_row(record: NodeRecord, vector: Vectors | None) -> dict[str, Any]:
 def _record_from_row(row: Mapping[str, Any]) -> NodeRecord:
     kind = cypher.kind_of_labels(row["labels"])
     if kind is None:
-        raise StoreError(f"node {row['id']!r} in Neo4j is neither a Skill nor a Group")
+        raise StoreError(f"node {row['id']!r} in Neo4j is none of our kinds (labels {row['labels']})")
     return NodeRecord(row["id"], kind, row["name"], row["text"], row["content_hash"],
                       json.loads(row["data"] or "{}"))
 

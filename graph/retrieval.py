@@ -124,16 +124,18 @@ class Retriever:
         self.config = config
 
     def search(self, request: str, context: RequestContext | None = None, k: int = 10,
-               ) -> Toolbox:
+               exclude: frozenset[str] = frozenset()) -> Toolbox:
+        """The toolbox for ``request``. ``exclude`` hides node ids (calibration uses it to
+        leave a history row's own example out)."""
         started = time.perf_counter()
         context = context or RequestContext()
         query = request
         if context.conversation:
             query = request + "\n" + " ".join(context.conversation[-2:])
         vector = self.encoder.encode([query])[0]
-        group, reason, candidates = self._group_tier(request, query, vector, context)
+        group, reason, candidates = self._group_tier(request, query, vector, context, exclude)
         skills = self._atomic_tier(query, vector, context, k)
-        selected = group.members if group is not None else tuple(self._select(skills))
+        selected = group.members if group is not None else tuple(self.select(skills))
         anchors = list(group.members) if group is not None else list(selected)
         suggestions = self._suggest(anchors, exclude=set(anchors))
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
@@ -143,10 +145,12 @@ class Retriever:
     # -- groups -------------------------------------------------------------------------------
 
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
+                    exclude: frozenset[str] = frozenset(),
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
         cfg = self.config
         whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates)
-        examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates)
+        examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
+                                exclude)
         best_example: dict[str, tuple[float, float, float, str]] = {}
         for eid, hit in examples.items():
             record = self.store.node(eid)
@@ -206,13 +210,14 @@ class Retriever:
         ), None, candidates
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
+                exclude: frozenset[str] = frozenset(),
                 ) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
         cfg = self.config
         lexical = dict(self.store.text_search(kind, query, k))
         dense = dict(self.store.vector_search(kind, vector, k))
         out: dict[str, tuple[float, float, float]] = {}
-        for nid in {*lexical, *dense}:
+        for nid in {*lexical, *dense} - exclude:
             cosine = dense.get(nid)
             if cosine is None:
                 stored = self.store.vector(nid)
@@ -270,7 +275,7 @@ class Retriever:
         out.sort(key=lambda s: (-s.score, s.name))
         return out[:k]
 
-    def _select(self, skills: Sequence[ScoredSkill]) -> list[str]:
+    def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
         if not skills:
             return []
         cut = skills[0].score * self.config.select_ratio

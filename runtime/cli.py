@@ -106,6 +106,29 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--concurrency", type=int, default=4)
     _add_inject_args(ask)
     ask.set_defaults(handler=commands.cmd_ask)
+
+    bench = sub.add_parser("bench", help="run a retrieval benchmark folder (see FORMAT.md)")
+    bench.add_argument("dir", type=Path, help="folder with skills/history/queries .jsonl")
+    bench.add_argument("--mode", choices=["groups", "flat"], default="groups")
+    bench.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    bench.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    _add_store_args(bench)
+    bench.set_defaults(handler=commands.cmd_bench)
+
+    groups_cmd = sub.add_parser("groups", help="work with groups")
+    groups_sub = groups_cmd.add_subparsers(dest="groups_command", metavar="COMMAND")
+    groups_sub.required = True
+    suggest = groups_sub.add_parser("suggest", help="mine draft groups from run history")
+    suggest.add_argument("--history", type=Path, metavar="FILE",
+                         help="a history .jsonl (benchmark format); default: the run log")
+    suggest.add_argument("--out", type=Path, default=Path("suggested-groups"),
+                         help="folder for the draft YAML files (default ./suggested-groups)")
+    suggest.add_argument("--min-support", type=int, default=2,
+                         help="runs a skill set needs before it becomes a draft (default 2)")
+    suggest.add_argument("--limit", type=int, default=50, help="at most this many drafts")
+    suggest.add_argument("--force", action="store_true", help="replace existing files")
+    _add_store_args(suggest)
+    suggest.set_defaults(handler=commands.cmd_groups_suggest)
     return parser
 
 

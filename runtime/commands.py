@@ -389,3 +389,54 @@ def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
     out.write(injection.text)
     sys.stderr.write(f"[{injection.tokens} tokens, cl100k_base; level {injection.level}]\n")
     return 0 if run is None or run.status == "success" else 1
+
+
+# -- learning and benchmarks ------------------------------------------------------------------
+
+
+def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from runtime.bench import format_table, run_bench
+
+    def make_store(scratch: Path) -> GraphStore:
+        if args.store == "neo4j":
+            return open_store(args)
+        return EmbeddedStore(scratch / "graph.sqlite")
+
+    def say(message: str) -> None:
+        if not args.json:
+            sys.stderr.write(message + "\n")
+
+    result = run_bench(args.dir, args.mode, make_encoder(args), make_store, args.store,
+                       limit=args.limit, progress=say)
+    if args.json:
+        out.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+    else:
+        out.write(format_table(result))
+    return 0
+
+
+def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
+    from graph.learning import HistoryRow, draft_to_yaml, mine_groups, read_history
+
+    if args.history:
+        rows = read_history(args.history)
+    else:
+        rows = [HistoryRow(r.id, r.request or "", tuple(s.target for s in r.steps
+                                                        if s.kind == "skill"
+                                                        and s.status == "success"),
+                           tuple(), r.status == "success")
+                for r in run_log_for(args).list(100000)]
+    drafts = mine_groups(rows, min_support=args.min_support)
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for draft in drafts[: args.limit]:
+        target = args.out / f"{draft.id}.yaml"
+        if target.exists() and not args.force:
+            out.write(f"skipped {target} (exists; --force replaces it)\n")
+            continue
+        target.write_text(draft_to_yaml(draft), encoding="utf-8")
+        out.write(f"wrote {target}: {len(draft.members)} skills, seen {draft.support} times\n")
+        written += 1
+    out.write(f"{written} draft groups in {args.out}; review them, then keep the ones you want "
+              "in a groups/ folder of your library\n")
+    return 0

@@ -1,0 +1,310 @@
+"""``skillgrove bench DIR --mode groups|flat``: the retrieval benchmark harness.
+
+Reads any folder in the format of ``shared/benchmarks/FORMAT.md`` (skills.jsonl, history.jsonl,
+queries.jsonl), then:
+
+1. builds a fresh library: each skill line becomes a real ``SKILL.md`` (instruction-only, its id
+   in ``.skill_id``) in a scratch folder, loaded by the ordinary loader;
+2. in ``groups`` mode learns from history with the product's own code: draft groups mined from
+   recurring skill sets (written as ordinary group YAML, every request of the set as an example)
+   and co-use weights; ``flat`` mode learns nothing;
+3. calibrates the group threshold on history alone: for a sample of history rows it asks the
+   retriever with that row's own example hidden, and keeps the threshold that maximises the
+   sample's set F1 (test queries are never looked at);
+4. answers every query with the product's search call, timing each call, and scores it.
+
+Metrics follow FORMAT.md; beyond them it reports ``group_precision`` (share of group answers that
+are exactly the gold set), ``toolbox_coverage`` (gold set inside the selected skills plus the
+suggestions) and ``composite_coverage`` (the same, on queries whose gold set strictly contains
+another learned group: the "group plus another skill" cases).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from graph.embeddings import Encoder
+from graph.indexer import index_library
+from graph.learning import (
+    HistoryError,
+    HistoryRow,
+    co_use_weights,
+    draft_to_yaml,
+    mine_groups,
+    read_history,
+    read_jsonl,
+)
+from graph.model import NodeKind
+from graph.retrieval import RetrievalConfig, Retriever, Toolbox
+from graph.store import GraphStore
+from groups.library import load_library
+from skills.loader import LoadOptions
+
+KS = (3, 5, 10)
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    request: str
+    gold: tuple[str, ...]
+    gold_edges: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    skills: tuple[dict[str, Any], ...]
+    history: tuple[HistoryRow, ...]
+    queries: tuple[Query, ...]
+
+
+def read_dataset(folder: Path) -> Dataset:
+    if not folder.is_dir():
+        raise HistoryError(f"{folder}: not a folder (expected skills.jsonl, history.jsonl, "
+                           "queries.jsonl)")
+    skills = read_jsonl(folder / "skills.jsonl",
+                        {"id": (str, int), "name": str, "description": str})
+    seen: dict[str, int] = {}
+    for number, skill in enumerate(skills, 1):
+        key = str(skill["id"])
+        if key in seen:
+            raise HistoryError(f"{folder / 'skills.jsonl'}:{number}: id '{key}' repeats line "
+                               f"{seen[key]}")
+        seen[key] = number
+    history = read_history(folder / "history.jsonl")
+    raw = read_jsonl(folder / "queries.jsonl",
+                     {"id": (str, int), "request": str, "gold_skills": list})
+    queries = tuple(Query(str(q["id"]), q["request"], tuple(str(s) for s in q["gold_skills"]),
+                          tuple((str(a), str(b)) for a, b in (q.get("gold_edges") or [])))
+                    for q in raw)
+    return Dataset(folder.resolve().name, tuple(skills), tuple(history), queries)
+
+
+def _yaml_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # JSON strings are valid YAML scalars
+
+
+def write_library(dataset: Dataset, root: Path, mode: str,
+                  ) -> tuple[Path, dict[tuple[str, str], float] | None, int]:
+    """Materialize the dataset as a library under ``root``; returns (root, co-use, groups)."""
+    names = {str(s["id"]): s["name"] for s in dataset.skills}
+    for skill in dataset.skills:
+        folder = root / "skills" / skill["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        tags = skill.get("tags") or []
+        lines = ["---", f"name: {_yaml_string(skill['name'])}",
+                 f"description: {_yaml_string(skill['description'] or skill['name'])}"]
+        if tags:
+            lines.append(f"tags: {json.dumps([str(t) for t in tags], ensure_ascii=False)}")
+        lines += ["---", str(skill.get("body") or ""), ""]
+        (folder / "SKILL.md").write_text("\n".join(lines), encoding="utf-8")
+        (folder / ".skill_id").write_text(str(skill["id"]) + "\n", encoding="utf-8")
+    if mode != "groups":
+        return root, None, 0
+    descriptions = {str(s["id"]): s["description"] for s in dataset.skills}
+    drafts = mine_groups(dataset.history, names=names, descriptions=descriptions)
+    (root / "groups").mkdir(exist_ok=True)
+    for draft in drafts:
+        (root / "groups" / f"{draft.id}.yaml").write_text(
+            draft_to_yaml(draft, names, all_examples=True), encoding="utf-8")
+    return root, co_use_weights(dataset.history), len(drafts)
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def ranked_list(toolbox: Toolbox) -> list[str]:
+    out: list[str] = []
+    if toolbox.group is not None:
+        out.extend(toolbox.group.members)
+    out.extend(s.id for s in toolbox.skills)
+    return list(dict.fromkeys(out))
+
+
+def selected_edges(toolbox: Toolbox, ids_by_name: Mapping[str, str]) -> set[tuple[str, str]]:
+    if toolbox.group is None:
+        return set()
+    return {(ids_by_name.get(a, a), ids_by_name.get(b, b)) for a, b in toolbox.group.edges}
+
+
+def f1(predicted: set[Any], gold: set[Any]) -> float:
+    if not predicted and not gold:
+        return 1.0
+    hits = len(predicted & gold)
+    if not hits:
+        return 0.0
+    precision, recall = hits / len(predicted), hits / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def ndcg(ranked: Sequence[str], gold: set[str], k: int = 5) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, s in enumerate(ranked[:k]) if s in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def score_query(toolbox: Toolbox, query: Query, ids_by_name: Mapping[str, str],
+                composite: bool) -> dict[str, float | None]:
+    gold = set(query.gold)
+    ranked = ranked_list(toolbox)
+    selected = set(toolbox.selected)
+    row: dict[str, float | None] = {}
+    for k in KS:
+        hits = len(gold & set(ranked[:k]))
+        row[f"recall@{k}"] = hits / len(gold) if gold else 1.0
+        row[f"completeness@{k}"] = 1.0 if gold <= set(ranked[:k]) else 0.0
+    row["ndcg@5"] = ndcg(ranked, gold)
+    row["set_f1"] = f1(selected, gold)
+    row["edge_f1"] = (f1(selected_edges(toolbox, ids_by_name), set(query.gold_edges))
+                      if query.gold_edges else None)
+    row["exact"] = 1.0 if selected == gold else 0.0
+    row["group_rate"] = 1.0 if toolbox.group is not None else 0.0
+    row["group_precision"] = (1.0 if selected == gold else 0.0) if toolbox.group else None
+    covered = gold <= selected | {s.id for s in toolbox.suggestions}
+    row["toolbox_coverage"] = 1.0 if covered else 0.0
+    row["composite_coverage"] = (1.0 if covered else 0.0) if composite else None
+    return row
+
+
+def aggregate(rows: Sequence[Mapping[str, float | None]], latencies: Sequence[float],
+              ) -> dict[str, float]:
+    keys = [f"recall@{k}" for k in KS] + [f"completeness@{k}" for k in KS] + [
+        "ndcg@5", "set_f1", "edge_f1", "exact", "group_rate", "group_precision",
+        "toolbox_coverage", "composite_coverage"]
+    out: dict[str, float] = {}
+    for key in keys:
+        values = [r[key] for r in rows if r.get(key) is not None]
+        if values:
+            out[key] = round(100 * statistics.fmean(v for v in values if v is not None), 1)
+    ordered = sorted(latencies)
+    if ordered:
+        out["latency_ms_p50"] = round(statistics.median(ordered), 2)
+        out["latency_ms_p95"] = round(ordered[min(len(ordered) - 1,
+                                                  int(0.95 * len(ordered)))], 2)
+    return out
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+
+def calibrate_threshold(retriever: Retriever, store: GraphStore, history: Sequence[HistoryRow],
+                        sample: int = 300, seed: int = 7) -> tuple[float, dict[str, Any]]:
+    """The group threshold that maximises set F1 on history rows asked with their own example
+    hidden (a leave-one-out estimate; no test query is used)."""
+    rows = [r for r in history if r.skills]
+    random.Random(seed).shuffle(rows)
+    rows = rows[:sample]
+    example_ids: dict[str, list[str]] = {}
+    for node in store.nodes(NodeKind.EXAMPLE):
+        example_ids.setdefault(node.text.strip(), []).append(node.id)
+    open_config = replace(retriever.config, group_threshold=-1.0)
+    probe = Retriever(store, retriever.encoder, open_config)
+    points: list[tuple[float, float, float]] = []  # (group score, f1 with group, f1 without)
+    for row in rows:
+        hidden = frozenset(example_ids.get(row.request.strip(), ()))
+        toolbox = probe.search(row.request, exclude=hidden)
+        gold = set(row.skills)
+        if toolbox.group is None:
+            continue
+        without = set(probe.select(list(toolbox.skills)))
+        points.append((toolbox.group.score, f1(set(toolbox.group.members), gold),
+                       f1(without, gold)))
+    if not points:
+        return retriever.config.group_threshold, {"sample": 0}
+    candidates = sorted({round(p[0], 3) for p in points} | {0.0, 1.0})
+    best_t, best_f1 = retriever.config.group_threshold, -1.0
+    for t in candidates:
+        value = statistics.fmean(p[1] if p[0] >= t else p[2] for p in points)
+        if value > best_f1 + 1e-9:
+            best_t, best_f1 = t, value
+    return best_t, {"sample": len(points), "set_f1": round(100 * best_f1, 1),
+                    "threshold": best_t}
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    dataset: str
+    mode: str
+    store: str
+    queries: int
+    metrics: Mapping[str, float]
+    details: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "mode": self.mode, "store": self.store,
+                "queries": self.queries, "metrics": dict(self.metrics),
+                "details": dict(self.details)}
+
+
+def run_bench(folder: Path, mode: str, encoder: Encoder,
+              make_store: Callable[[Path], GraphStore], store_name: str = "embedded",
+              config: RetrievalConfig | None = None, limit: int | None = None,
+              progress: Callable[[str], None] | None = None) -> BenchResult:
+    dataset = read_dataset(folder)
+    say = progress or (lambda _: None)
+    timings: dict[str, float] = {}
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
+    with tempfile.TemporaryDirectory(prefix=f"skillgrove-bench-{digest}-") as scratch:
+        started = time.perf_counter()
+        root, co_use, group_count = write_library(dataset, Path(scratch) / "library", mode)
+        library = load_library([root], LoadOptions())
+        if library.errors:
+            raise HistoryError("the benchmark library does not load: "
+                               + "; ".join(d.format() for d in library.errors[:3]))
+        store = make_store(Path(scratch))
+        say(f"indexing {len(library.skills)} skills, {len(library.groups)} groups")
+        index_library(library, store, encoder, co_use=co_use)
+        timings["build_s"] = round(time.perf_counter() - started, 1)
+        retriever = Retriever(store, encoder, config or RetrievalConfig())
+        details: dict[str, Any] = {"skills": len(library.skills), "groups": group_count,
+                                   "history_rows": len(dataset.history)}
+        if mode == "groups":
+            threshold, calibration = calibrate_threshold(retriever, store, dataset.history)
+            retriever = Retriever(store, encoder,
+                                  replace(retriever.config, group_threshold=threshold))
+            details["calibration"] = calibration
+            say(f"group threshold calibrated on history: {threshold}")
+        ids_by_name = {s.name: s.id for s in library.skills.values()}
+        group_sets = [frozenset(g.skills) for g in library.groups.values()]
+        names_to_ids = {s.name: s.id for s in library.skills.values()}
+        group_id_sets = [frozenset(names_to_ids.get(n, n) for n in s) for s in group_sets]
+        queries = dataset.queries[:limit] if limit else dataset.queries
+        retriever.search("warm up the encoder and the indexes")
+        rows, latencies = [], []
+        for query in queries:
+            began = time.perf_counter()
+            toolbox = retriever.search(query.request)
+            latencies.append((time.perf_counter() - began) * 1000)
+            gold = frozenset(query.gold)
+            composite = any(s < gold for s in group_id_sets)
+            rows.append(score_query(toolbox, query, ids_by_name, composite))
+        store.close()
+    details["timings"] = timings
+    return BenchResult(dataset.name, mode, store_name, len(queries),
+                       aggregate(rows, latencies), details)
+
+
+def format_table(result: BenchResult) -> str:
+    lines = [f"{result.dataset}: mode {result.mode}, store {result.store}, "
+             f"{result.queries} queries"]
+    for key, value in result.metrics.items():
+        lines.append(f"  {key:<20} {value:>8}")
+    calibration = result.details.get("calibration")
+    if calibration:
+        lines.append(f"  (group threshold {calibration.get('threshold')} calibrated on "
+                     f"{calibration.get('sample')} history rows)")
+    return "\n".join(lines) + "\n"

@@ -269,12 +269,14 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         say(f"indexing {len(library.skills)} skills, {len(library.groups)} groups")
         index_library(library, store, encoder, co_use=co_use)
         timings["build_s"] = round(time.perf_counter() - started, 1)
-        retriever = Retriever(store, encoder, config or RetrievalConfig())
+        # Queries are embedded by the bare model: the cache would make repeated runs look fast.
+        query_encoder: Encoder = getattr(encoder, "encoder", encoder)
+        retriever = Retriever(store, query_encoder, config or RetrievalConfig())
         details: dict[str, Any] = {"skills": len(library.skills), "groups": group_count,
                                    "history_rows": len(dataset.history)}
         if mode == "groups":
             threshold, calibration = calibrate_threshold(retriever, store, dataset.history)
-            retriever = Retriever(store, encoder,
+            retriever = Retriever(store, query_encoder,
                                   replace(retriever.config, group_threshold=threshold))
             details["calibration"] = calibration
             say(f"group threshold calibrated on history: {threshold}")

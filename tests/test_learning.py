@@ -1,0 +1,154 @@
+"""Learning from history: mined draft groups, co-use, quality statistics, and the bench harness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graph.learning import (
+    HistoryError,
+    HistoryRow,
+    co_use_weights,
+    draft_to_yaml,
+    mine_groups,
+    quality_from_runs,
+    read_history,
+)
+from groups import load_group_text
+from runtime.cli import main
+from tests.conftest import FIXTURES
+
+BENCH = FIXTURES / "bench"
+
+
+def rows() -> list[HistoryRow]:
+    return [
+        HistoryRow("1", "summarize the pdf and mail it", ("pdf", "sum", "mail"),
+                   (("pdf", "sum"), ("sum", "mail"))),
+        HistoryRow("2", "mail a pdf summary", ("pdf", "sum", "mail"),
+                   (("pdf", "sum"), ("sum", "mail"))),
+        HistoryRow("3", "pdf summary to the board", ("pdf", "sum", "sum", "mail"),
+                   (("pdf", "sum"), ("sum", "mail"), ("pdf", "mail"))),
+        HistoryRow("4", "chart the csv", ("csv", "chart")),
+        HistoryRow("5", "plot these numbers", ("chart", "csv")),
+        HistoryRow("6", "one-off translation", ("translate",)),
+        HistoryRow("7", "failed attempt", ("csv", "chart"), (), succeeded=False),
+    ]
+
+
+def test_mining_finds_recurring_sets_with_order_and_edges() -> None:
+    drafts = mine_groups(rows(), min_support=2)
+    assert [(d.members, d.support) for d in drafts] == [
+        (("pdf", "sum", "mail"), 3), (("chart", "csv"), 2)]  # a tie in call order: by id
+    pdf = drafts[0]
+    assert pdf.edges == (("pdf", "sum"), ("sum", "mail"))  # ("pdf","mail") is in 1 of 3 rows
+    assert pdf.examples == ("summarize the pdf and mail it", "mail a pdf summary",
+                            "pdf summary to the board")
+    assert drafts[1].edges == ()  # unordered set: no edges invented
+    assert drafts[1].id == "chart-csv"
+    assert "Learned from 3 runs that used pdf, sum and mail together" in pdf.description
+
+
+def test_drafts_are_ordinary_group_files() -> None:
+    draft = mine_groups(rows())[0]
+    text = draft_to_yaml(draft, names={"pdf": "pdf-to-text", "sum": "summarize-text",
+                                       "mail": "send-email"})
+    assert text.startswith("# Draft group mined from 3 runs")
+    data = yaml.safe_load(text)
+    assert data["steps"] == [
+        {"id": "pdf_to_text", "skill": "pdf-to-text"},
+        {"id": "summarize_text", "skill": "summarize-text", "needs": ["pdf_to_text"]},
+        {"id": "send_email", "skill": "send-email", "needs": ["summarize_text"]}]
+    load = load_group_text(text, Path("draft.yaml"))
+    assert load.ok, [d.format() for d in load.diagnostics]
+
+
+def test_co_use_counts_pairs_per_run() -> None:
+    weights = co_use_weights(rows())
+    assert weights[("mail", "pdf")] == 3.0
+    assert weights[("chart", "csv")] == 3.0  # the failed run still shows co-use
+    assert ("translate", "translate") not in weights
+
+
+def test_quality_statistics_from_run_records() -> None:
+    runs = [
+        {"group": "g", "status": "failure", "steps": [
+            {"kind": "skill", "target": "a", "status": "failure"},
+            {"kind": "skill", "target": "b", "status": "cancelled"}]},
+        {"group": "g", "status": "failure", "fallback": True, "steps": [
+            {"kind": "skill", "target": "a", "status": "failure"}]},
+        {"group": "g", "status": "success", "steps": [
+            {"kind": "skill", "target": "a", "status": "success"},
+            {"kind": "skill", "target": "c", "status": "skipped"}]},
+    ]
+    stats = quality_from_runs(runs)
+    assert stats["group:g"].to_dict() == {"selected": 3, "succeeded": 1, "failed": 2,
+                                          "fallbacks": 1}
+    assert stats["a"].to_dict() == {"selected": 3, "succeeded": 1, "failed": 2, "fallbacks": 0}
+    assert stats["b"].to_dict() == {"selected": 1, "succeeded": 0, "failed": 1, "fallbacks": 0}
+    assert "c" not in stats
+
+
+@pytest.mark.parametrize(("file", "line", "content", "message"), [
+    ("history.jsonl", 3, "{not json", "history.jsonl:3:2: not valid JSON"),
+    ("history.jsonl", 2, '{"id": "x", "request": "r"}', "history.jsonl:2: missing key 'skills'"),
+    ("queries.jsonl", 1, '{"id": "q", "request": 5, "gold_skills": []}',
+     "queries.jsonl:1: 'request' must be str, not int"),
+    ("skills.jsonl", 4, "[1, 2]", "skills.jsonl:4: each line must be a JSON object"),
+])
+def test_malformed_benchmark_line_names_file_and_line(tmp_path: Path, file: str, line: int,
+                                                      content: str, message: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "bench"
+    shutil.copytree(BENCH, folder)
+    lines = (folder / file).read_text().splitlines()
+    lines[line - 1] = content
+    (folder / file).write_text("\n".join(lines) + "\n")
+    code = main(["bench", str(folder), "--mode", "flat", "--json"], StringIO())
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"{folder / file}:" in err and message in err
+    assert "Traceback" not in err
+
+
+def test_read_history_reports_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "h.jsonl"
+    bad.write_text('{"id": 1, "request": "a", "skills": ["x"]}\n\n{"id": 2}\n')
+    with pytest.raises(HistoryError, match=r"h.jsonl:3: missing key 'request'"):
+        read_history(bad)
+
+
+@pytest.mark.parametrize("mode", ["groups", "flat"])
+def test_bench_harness_end_to_end(mode: str) -> None:
+    out = StringIO()
+    assert main(["bench", str(BENCH), "--mode", mode, "--json"], out) == 0
+    result = json.loads(out.getvalue())
+    assert (result["dataset"], result["mode"], result["store"], result["queries"]) == (
+        "bench", mode, "embedded", 3)
+    metrics = result["metrics"]
+    for key in ("recall@3", "recall@5", "recall@10", "completeness@3", "completeness@5",
+                "completeness@10", "ndcg@5", "set_f1", "exact", "group_rate",
+                "latency_ms_p50", "latency_ms_p95"):
+        assert key in metrics, key
+    if mode == "groups":
+        assert result["details"]["groups"] == 2  # pdf-sum-mail and csv-chart; the rest ran once
+        assert metrics["group_rate"] > 0
+        assert metrics["completeness@5"] >= 66.6
+        assert "edge_f1" in metrics
+    else:
+        assert metrics["group_rate"] == 0.0
+
+
+def test_groups_suggest_writes_reviewable_drafts(tmp_path: Path) -> None:
+    out = StringIO()
+    code = main(["groups", "suggest", "--history", str(BENCH / "history.jsonl"), "--out",
+                 str(tmp_path / "drafts")], out)
+    assert code == 0
+    files = sorted(p.name for p in (tmp_path / "drafts").iterdir())
+    assert files == ["s1-s2-s3.yaml", "s4-s5.yaml"]
+    assert "wrote" in out.getvalue() and "review them" in out.getvalue()

@@ -45,6 +45,7 @@ class BM25:
         for term in negative:
             idf[term] = self.epsilon * average
         self.idf = idf
+        self.average_idf = max(average, 0.0)
         norm = self.k1 * (1 - self.b + self.b * lengths / self.avgdl) if self.avgdl else (
             np.full(self.size, self.k1))
         self._postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
@@ -64,10 +65,13 @@ class BM25:
         return out
 
     def max_score(self, query: Sequence[str]) -> float:
-        """An upper bound of any document's score for ``query``: each known term's idf times
-        (k1 + 1), the limit of its weight as the term fills a short document. Dividing by it puts
-        lexical scores on a 0..1 scale that means the same for every query."""
-        return float(sum(max(self.idf[t], 0.0) * (self.k1 + 1) for t in query if t in self.idf))
+        """What a document holding every query term could score: each term's idf times (k1 + 1),
+        the limit of its weight as the term fills a short document. A term no document holds
+        counts with the vocabulary's average idf, so a request whose words the library mostly
+        lacks cannot reach a high share from one lucky word. Dividing by it puts lexical scores
+        on a 0..1 scale that means the same for every query."""
+        unseen = self.average_idf
+        return float(sum(max(self.idf.get(t, unseen), 0.0) * (self.k1 + 1) for t in query))
 
     def top(self, query: Sequence[str], k: int) -> list[tuple[int, float]]:
         scores = self.scores(query)

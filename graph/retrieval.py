@@ -6,8 +6,8 @@ so it lies in 0..1 and means the same for every request)::
 
     group_score = 0.75 * cosine + 0.25 * lexical        (x 0.5 when the quality filter demotes it)
 
-The best group is chosen when it clears ``group_threshold`` (0.50 by default, see
-``RetrievalConfig``) and beats the runner-up by ``group_margin``. It is then validated against the
+The best group is chosen when it clears ``group_threshold`` (0.35 by default, calibrated on the
+bundled library; 0.20 for requests mostly in CJK script, see ``RetrievalConfig``) and beats the runner-up by ``group_margin``. It is then validated against the
 caller's context: all member skills must be available (else retrieval falls back, saying why);
 required inputs without a default must be known from the context, else they are listed as
 ``missing_inputs`` and the toolbox is marked not ready.
@@ -32,13 +32,20 @@ from typing import Any
 from graph.embeddings import Encoder
 from graph.model import EdgeKind, NodeKind, NodeRecord
 from graph.store import GraphStore
+from graph.text import cjk_share
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    group_threshold: float = 0.50
+    group_threshold: float = 0.35
+    cjk_group_threshold: float = 0.20
+    """Requests mostly in CJK script score lower (their vector side is damped), so they are
+    held to a lower bar."""
     group_margin: float = 0.0
     vector_weight: float = 0.75
+    cjk_vector_weight: float = 0.25
+    """all-MiniLM-L6-v2 was trained on English; for a request written mostly in CJK script its
+    similarities say little, so the lexical side (characters and bigrams) carries the score."""
     candidates: int = 50
     example_candidates: int = 200
     recent_boost: float = 0.15
@@ -133,8 +140,10 @@ class Retriever:
         if context.conversation:
             query = request + "\n" + " ".join(context.conversation[-2:])
         vector = self.encoder.encode([query])[0]
-        group, reason, candidates = self._group_tier(request, query, vector, context, exclude)
-        skills = self._atomic_tier(query, vector, context, k)
+        weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
+        group, reason, candidates = self._group_tier(request, query, vector, context, exclude,
+                                                     weight)
+        skills = self._atomic_tier(query, vector, context, k, weight)
         selected = group.members if group is not None else tuple(self.select(skills))
         anchors = list(group.members) if group is not None else list(selected)
         suggestions = self._suggest(anchors, exclude=set(anchors))
@@ -145,12 +154,12 @@ class Retriever:
     # -- groups -------------------------------------------------------------------------------
 
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
-                    exclude: frozenset[str] = frozenset(),
+                    exclude: frozenset[str] = frozenset(), weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
         cfg = self.config
-        whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates)
+        whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
         examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
-                                exclude)
+                                exclude, weight)
         best_example: dict[str, tuple[float, float, float, str]] = {}
         for eid, hit in examples.items():
             record = self.store.node(eid)
@@ -164,7 +173,7 @@ class Retriever:
             record = self.store.node(gid)
             if record is None:
                 continue
-            score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, query, vector)
+            score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, vector, weight)
             explanation: dict[str, Any] = {"vector": round(cosine, 4),
                                            "lexical": round(lexical, 4)}
             if gid in best_example:
@@ -184,10 +193,11 @@ class Retriever:
         candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]
         best_score, best_id, explanation = scored[0]
         runner_up = scored[1][0] if len(scored) > 1 else 0.0
-        if best_score < cfg.group_threshold:
+        threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
+        if best_score < threshold:
             name = self.store.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
-                          f"the threshold {cfg.group_threshold:.2f}"), candidates
+                          f"the threshold {threshold:.2f}"), candidates
         if best_score - runner_up < cfg.group_margin:
             return None, "two groups fit equally well; falling back to skills", candidates
         record = self.store.node(best_id)
@@ -197,7 +207,7 @@ class Retriever:
             return None, (f"group '{record.name}' fits, but its skills are unavailable here: "
                           + "; ".join(unavailable)), candidates
         missing = tuple(_missing_inputs(record, context))
-        explanation["threshold"] = cfg.group_threshold
+        explanation["threshold"] = threshold
         if missing:
             explanation["missing_inputs"] = list(missing)
         data = record.data
@@ -210,10 +220,10 @@ class Retriever:
         ), None, candidates
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                exclude: frozenset[str] = frozenset(),
+                exclude: frozenset[str] = frozenset(), weight: float | None = None,
                 ) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
-        cfg = self.config
+        w = self.config.vector_weight if weight is None else weight
         lexical = dict(self.store.text_search(kind, query, k))
         dense = dict(self.store.vector_search(kind, vector, k))
         out: dict[str, tuple[float, float, float]] = {}
@@ -223,13 +233,14 @@ class Retriever:
                 stored = self.store.vector(nid)
                 cosine = float(stored @ vector) if stored is not None else 0.0
             lex = lexical.get(nid, 0.0)
-            out[nid] = (cfg.vector_weight * cosine + (1 - cfg.vector_weight) * lex, cosine, lex)
+            out[nid] = (w * cosine + (1 - w) * lex, cosine, lex)
         return out
 
-    def _hybrid_one(self, nid: str, query: str, vector: Any) -> tuple[float, float, float]:
+    def _hybrid_one(self, nid: str, vector: Any, weight: float | None,
+                    ) -> tuple[float, float, float]:
         stored = self.store.vector(nid)
         cosine = float(stored @ vector) if stored is not None else 0.0
-        return self.config.vector_weight * cosine, cosine, 0.0
+        return (self.config.vector_weight if weight is None else weight) * cosine, cosine, 0.0
 
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
         out = []
@@ -245,12 +256,12 @@ class Retriever:
     # -- skills -------------------------------------------------------------------------------
 
     def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
-                     ) -> list[ScoredSkill]:
+                     weight: float | None = None) -> list[ScoredSkill]:
         cfg = self.config
         fused: dict[str, float] = {}
         explain: dict[str, dict[str, Any]] = {}
         for sid, (score, cosine, lex) in self._hybrid(NodeKind.SKILL, query, vector,
-                                                      cfg.candidates).items():
+                                                      cfg.candidates, weight=weight).items():
             fused[sid] = score
             explain[sid] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
         recent = set(context.recent_skills)

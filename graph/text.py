@@ -1,8 +1,9 @@
 """Lexical analysis for retrieval: tokens that handle case, English plurals and CJK text.
 
 CJK runs have no spaces, so a whole run would be one useless token. Each run becomes its
-characters and their overlapping bigrams ("周报生成" -> 周 报 生 成 周报 报生 生成), the usual
-approach of CJK search engines, so "生成周报" still matches.
+overlapping bigrams ("周报生成" -> 周报 报生 生成), as Lucene's CJK analyzer does, so "生成周报"
+still matches; single characters alone match too much of any long text to be evidence. A run of
+one character stays a token unless it is a function word (的, 了, 我...).
 
 >>> tokenize("Sending Emails to the Teams")
 ['send', 'email', 'team']
@@ -22,6 +23,11 @@ STOPWORDS = frozenset(
     "that the their them then there these this those to us use used using was we what when "
     "where which while who will with you your can could would should do does please want need "
     "help".split())
+
+
+# Function characters of Chinese that carry no topic on their own (they still count inside
+# bigrams): 的 了 是 我 帮 ... .
+CJK_STOP_CHARS = frozenset("的了是在我你他她它们这那个一和与及帮请要把给吗呢吧啊也就都还又很会能可以对从到为被让用有不")
 
 
 @lru_cache(maxsize=65536)
@@ -51,8 +57,11 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     for match in _WORD.finditer(text.lower()):
         run = match.group()
         if _CJK.match(run):
-            tokens.extend(run)
-            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+            if len(run) == 1:
+                if run not in CJK_STOP_CHARS:
+                    tokens.append(run)
+            else:
+                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
             continue
         if not keep_stopwords and run in STOPWORDS:
             continue
@@ -62,3 +71,11 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 def has_cjk(text: str) -> bool:
     return any(_CJK.match(ch) for ch in text)
+
+
+def cjk_share(text: str) -> float:
+    """The share of a text's letters that are CJK characters."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if _CJK.match(ch)) / len(letters)

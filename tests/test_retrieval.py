@@ -84,7 +84,7 @@ def test_unrelated_request_falls_back_with_co_use_suggestions(
 def test_fallback_suggests_what_is_usually_used_with_the_skill(
         indexed: tuple[Path, EmbeddedStore], encoder: CachedEncoder) -> None:
     _, store = indexed
-    toolbox = Retriever(store, encoder).search("draw a bar chart PNG from these numbers")
+    toolbox = Retriever(store, encoder).search("plot the values 3, 5 and 8 as a PNG bar chart")
     assert toolbox.group is None
     assert toolbox.skills[0].name == "make-chart"
     names = [s.name for s in toolbox.suggestions]
@@ -134,7 +134,7 @@ def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEn
              for n in nodes]
     store = EmbeddedStore(None)
     store.sync(nodes, vectors, edges)
-    toolbox = Retriever(store, encoder).search("draw a bar chart PNG from these numbers")
+    toolbox = Retriever(store, encoder).search("plot the values 3, 5 and 8 as a PNG bar chart")
     chart = next(s for s in toolbox.skills if s.name == "make-chart")
     assert chart.explanation["demoted"] == "selected 3 times, never succeeded"
     undemoted = 0.75 * chart.explanation["vector"] + 0.25 * chart.explanation["lexical"]

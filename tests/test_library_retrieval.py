@@ -1,0 +1,113 @@
+"""Retrieval over the bundled library: requests worded unlike any group example find their
+group; requests the library does not serve fall back to single skills."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph import EmbeddedStore, Retriever, index_library
+from graph.embeddings import CachedEncoder
+from groups import Library, load_library
+from runtime.paths import bundled_library
+
+# Three requests per group, written differently from the group's own examples.
+PARAPHRASES = {
+    "report-analysis": [
+        "go through the annual results PDF, pick out the important numbers and mail a recap "
+        "to the team",
+        "give my colleagues a short write-up of the figures in this business report document",
+        "I need the headline KPIs from board-report.pdf summarised and sent by email",
+    ],
+    "support-ticket-reply": [
+        "respond to this customer's support ticket with help from our articles",
+        "reply to the customer whose ticket says the app crashes at login",
+        "work through the incoming support request and write back to the customer",
+    ],
+    "ticket-escalation": [
+        "this critical incident needs escalating to the on-call engineer with SLA deadlines",
+        "raise an escalation record for the customer threatening legal action and alert on-call",
+        "compute the response deadline for this P1 case and page whoever is on call",
+    ],
+    "weekly-kpi-report": [
+        "put together this week's metrics report with a trend chart from the daily numbers CSV",
+        "compare signups and revenue week over week from the metrics spreadsheet and mail it",
+        "flag any KPI outside its limits this week and send the team the numbers with a graph",
+    ],
+    "meeting-followup": [
+        "from the call transcript, list who owns which task and send everyone the notes",
+        "write up minutes of today's meeting and put the next session in people's calendars",
+        "turn these meeting notes into action items and an ics invite for the follow-up",
+    ],
+    "invoice-to-ledger": [
+        "record this vendor bill PDF in our payables spreadsheet after checking it",
+        "read the supplier's invoice, validate the amounts and append it to the books",
+        "book the attached bill into the accounts ledger CSV",
+    ],
+    "web-page-digest": [
+        "condense this downloaded HTML article into a short brief with its key terms",
+        "what does this saved webpage say? give me highlights and the outbound links",
+        "produce a summary sheet of the blog post I saved as an html file",
+    ],
+    "csv-cleanup": [
+        "tidy up this contacts export: fix the phone formats and drop the repeated rows",
+        "my spreadsheet has duplicate customers and broken emails, clean it",
+        "standardise the columns of the CSV dump and report which records are invalid",
+    ],
+    "redacted-document-share": [
+        "strip emails and card numbers out of this PDF before it goes to the external auditor",
+        "anonymise the personal details in the contract PDF and send the clean copy to legal",
+        "black out the IBANs and phone numbers in the statement and share it by email",
+    ],
+    "weekly-report-zh": [
+        "把这周的日志整理成周报，按项目汇总工时再发邮件",
+        "用我的每日工作记录写一份本周总结给领导",
+        "生成这周的工作汇报，包括完成事项和下周计划",
+    ],
+    "customer-complaint-zh": [
+        "这位顾客投诉快递一直没到，帮我写个回复",
+        "客户投诉退款迟迟不到账，帮忙起草一封回复",
+        "处理一下这条用户投诉，看看要不要上报主管",
+    ],
+}
+
+OUTSIDE = [
+    "book me a flight to Lisbon next Friday",
+    "what's the weather going to be like in Oslo tomorrow",
+    "write a haiku about autumn leaves",
+    "resize these product photos to 800 pixels wide",
+    "帮我订一张去上海的火车票",
+]
+
+
+@pytest.fixture(scope="module")
+def retriever(encoder: CachedEncoder) -> tuple[Library, Retriever]:
+    library = load_library([bundled_library()])
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    return library, Retriever(store, encoder)
+
+
+def test_every_group_has_three_paraphrases(retriever: tuple[Library, Retriever]) -> None:
+    library, _ = retriever
+    assert set(PARAPHRASES) == set(library.groups)
+    assert all(len(v) == 3 for v in PARAPHRASES.values())
+
+
+@pytest.mark.parametrize(("group", "request_text"),
+                         [(g, r) for g, rs in PARAPHRASES.items() for r in rs])
+def test_paraphrased_requests_find_their_group(retriever: tuple[Library, Retriever],
+                                               group: str, request_text: str) -> None:
+    _, search = retriever
+    toolbox = search.search(request_text)
+    assert toolbox.group is not None, toolbox.fallback_reason
+    assert toolbox.group.id == "group:" + group, (toolbox.group.id, toolbox.group_candidates)
+
+
+@pytest.mark.parametrize("request_text", OUTSIDE)
+def test_requests_outside_the_library_fall_back(retriever: tuple[Library, Retriever],
+                                                request_text: str) -> None:
+    _, search = retriever
+    toolbox = search.search(request_text)
+    assert toolbox.group is None, (toolbox.group, toolbox.group_candidates)
+    assert toolbox.fallback_reason and "below the threshold" in toolbox.fallback_reason
+    assert toolbox.skills

@@ -50,6 +50,9 @@ class RetrievalConfig:
     example_candidates: int = 200
     recent_boost: float = 0.15
     select_ratio: float = 0.85
+    select_min: float = 0.25
+    """A skill scoring below this is ranked but never selected: better an empty selection
+    ("nothing here fits") than five unrelated skills."""
     select_max: int = 5
     suggestions: int = 5
     demote_factor: float = 0.5
@@ -289,7 +292,7 @@ class Retriever:
     def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
         if not skills:
             return []
-        cut = skills[0].score * self.config.select_ratio
+        cut = max(skills[0].score * self.config.select_ratio, self.config.select_min)
         return [s.id for s in skills[: self.config.select_max] if s.score >= cut]
 
     # -- suggestions --------------------------------------------------------------------------
@@ -329,7 +332,8 @@ class Retriever:
                 weights[other.id] = weights.get(other.id, 0.0) + bump
                 reasons.setdefault(other.id, []).append(why)
         ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
-        return [Suggestion(sid, names[sid], round(w, 3), "; ".join(dict.fromkeys(reasons[sid])))
+        return [Suggestion(sid, names[sid], round(w, 3),
+                           "; ".join(list(dict.fromkeys(reasons[sid]))[:3]))
                 for sid, w in ranked[: self.config.suggestions]]
 
 

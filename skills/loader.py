@@ -192,7 +192,7 @@ def split_frontmatter(text: str, out: _Collector) -> Frontmatter | None:
 def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTIONS) -> SkillLoad:
     """Load one SKILL.md. Never raises for problems in the file: they come back as diagnostics."""
     out = _Collector(skill_file)
-    folder = skill_file.parent
+    folder = skill_file.parent.absolute()  # skills run elsewhere: never a relative folder
 
     if skill_file.is_symlink() or folder.is_symlink():
         out.error("symlink", "SKILL.md or its folder is a symbolic link; links are not followed",
@@ -289,7 +289,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
         name=name,
         description=description.strip(),
         folder=folder,
-        root=root,
+        root=root.absolute(),
         content_hash=content_hash(raw),
         body_line=front.body_line,
         declared_version=str(version) if version is not None else None,

@@ -125,3 +125,13 @@ def test_ask_runs_the_group_and_injects(library: Path, tmp_path: Path,
     assert "Group **loud-count**" in text
     assert "- **words** (group output): 3" in text
     assert "- **loud** (group output): ONE TWO THREE! " in text
+
+
+def test_a_library_given_by_a_relative_path_runs(library: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(library.parent)
+    code, text = cli("run", "loud-count", "--library", library.name, "--input", "text=a b",
+                     "--input", f"marker={library / 'groups' / 'loud.yaml'}", "--index",
+                     str(tmp_path / "idx"))
+    assert code == 0, text
+    assert json.loads(text)["words"] == 2

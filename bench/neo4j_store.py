@@ -1,0 +1,211 @@
+"""Neo4j store figures at 1k and 10k skills, against the embedded store in the same run.
+Prints, asserts nothing.
+
+    SKILLGROVE_NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/neo4j_store.py
+
+The server's skills and groups are replaced. For each size:
+
+* sync throughput: a full sync into an empty graph (skills per second), a sync that changes
+  nothing, and one that updates 5 % of the skills;
+* search latency, p50 and p95 over the sample requests: ``vector_search`` and ``text_search``
+  (k = 50, what retrieval asks for) and a whole ``Retriever.search``;
+* quality: recall of the Neo4j top 50 by vector against the exact top 50, and how many requests
+  get the same top-5 skills from both stores.
+
+The 1k set is the first 1,000 skills of the corpus (``../shared/corpora/skills``) with their real
+embeddings. The 10k set is synthesized: the 1,299 corpus skills plus variants of them whose text
+is the original with words of another skill mixed in and whose vector is the original's real
+(cached) embedding plus Gaussian noise (norm about 0.3, so a cosine of about 0.96 to it),
+renormalized. Edges are the indexer's SIMILAR_TO edges over each set.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from graph import EmbeddedStore, NodeKind, Retriever
+from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder, Vectors
+from graph.indexer import build_graph, similar_edges
+from graph.model import Edge, NodeRecord
+from graph.neo4j_store import Neo4jStore
+from graph.store import GraphStore
+from groups import load_library
+from runtime.commands import cache_path
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "skills"
+NOISE = 0.3
+REQUESTS = [
+    "fill in a PDF form and extract its tables", "create a Word document with tracked changes",
+    "build a pivot table in an Excel spreadsheet", "make a slide deck from my notes",
+    "post an article to my WeChat official account", "analyze single-cell RNA-seq data",
+    "search PubMed for papers on CRISPR", "write a failing test first",
+    "debug a flaky bug systematically", "build an MCP server for an external API",
+    "test my web app in a browser", "create an animated GIF for Slack",
+    "send a message to a Slack channel", "fix the failing CI checks on my pull request",
+    "download a YouTube video", "generate algorithmic art with p5.js",
+    "turn a web page URL into markdown", "create a new issue in Linear",
+    "plot a scientific figure with matplotlib", "schedule an event in Google Calendar",
+    "发布文章到微信公众号", "把这篇文章做成知识漫画", "生成小红书图文卡片", "为文章生成封面图",
+    "把网页转换成 Markdown", "压缩图片大小", "summarize a research paper",
+    "convert a CSV file to JSON", "translate a document into French", "track my expenses",
+]
+
+
+def corpus_skills(encoder: CachedEncoder) -> tuple[list[NodeRecord], dict[str, Vectors]]:
+    nodes, vectors, _ = build_graph(load_library([CORPUS]), encoder)
+    return [n for n in nodes if n.kind is NodeKind.SKILL], vectors
+
+
+def synthesize(skills: Sequence[NodeRecord], vectors: dict[str, Vectors], size: int,
+               ) -> tuple[list[NodeRecord], dict[str, Vectors]]:
+    rng = np.random.default_rng(42)
+    out = list(skills[:size])
+    out_vectors = {n.id: vectors[n.id] for n in out}
+    variant = 0
+    while len(out) < size:
+        base = skills[len(out) % len(skills)]
+        variant = len(out) // len(skills)
+        donor = skills[int(rng.integers(len(skills)))].text.split()
+        words = " ".join(rng.choice(donor, size=min(8, len(donor)), replace=False))
+        record = replace(base, id=f"{base.id}-v{variant}", name=f"{base.name}-v{variant}",
+                         text=f"{base.text}\nvariant {variant}: {words}",
+                         content_hash=f"{base.content_hash}-v{variant}")
+        noise = rng.standard_normal(len(vectors[base.id])).astype(np.float32)
+        vector = vectors[base.id] + NOISE * noise / np.linalg.norm(noise)
+        out_vectors[record.id] = (vector / np.linalg.norm(vector)).astype(np.float32)
+        out.append(record)
+    return out, out_vectors
+
+
+def edges_for(nodes: Sequence[NodeRecord], vectors: dict[str, Vectors]) -> list[Edge]:
+    ids = [n.id for n in nodes]
+    return similar_edges(ids, np.stack([vectors[i] for i in ids]))
+
+
+def percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return (statistics.median(ordered) * 1000,
+            ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000)
+
+
+def timed(calls: Sequence[Callable[[], object]], rounds: int = 2) -> tuple[float, float]:
+    for call in calls[:5]:
+        call()  # warm up: JIT on the server, caches here
+    samples = []
+    for _ in range(rounds):
+        for call in calls:
+            started = time.perf_counter()
+            call()
+            samples.append(time.perf_counter() - started)
+    return percentiles(samples)
+
+
+def sync_figures(store: GraphStore, nodes: list[NodeRecord], vectors: dict[str, Vectors],
+                 edges: list[Edge]) -> dict[str, float]:
+    started = time.perf_counter()
+    store.sync(nodes, vectors, edges)
+    full = time.perf_counter() - started
+    started = time.perf_counter()
+    report = store.sync(nodes, vectors, edges)
+    noop = time.perf_counter() - started
+    assert not report.changed
+    step = 20
+    changed = [replace(n, text=n.text + " (revised)", content_hash=n.content_hash + "-r")
+               if i % step == 0 else n for i, n in enumerate(nodes)]
+    started = time.perf_counter()
+    report = store.sync(changed, vectors, edges)
+    update = time.perf_counter() - started
+    assert len(report.updated) == len(range(0, len(nodes), step))
+    return {"full": full, "noop": noop, "update": update, "updated": len(report.updated)}
+
+
+def search_figures(store: GraphStore, encoder: CachedEncoder) -> dict[str, tuple[float, float]]:
+    vectors = encoder.encode(REQUESTS)
+    retriever = Retriever(store, encoder)
+    return {
+        "vector_search": timed([lambda v=v: store.vector_search(NodeKind.SKILL, v, 50)
+                                for v in vectors]),
+        "text_search": timed([lambda r=r: store.text_search(NodeKind.SKILL, r, 50)
+                              for r in REQUESTS]),
+        "Retriever.search": timed([lambda r=r: retriever.search(r, k=10) for r in REQUESTS],
+                                  rounds=1),
+    }
+
+
+def quality(neo4j: Neo4jStore, embedded: EmbeddedStore,
+            encoder: CachedEncoder) -> tuple[float, int]:
+    vectors = encoder.encode(REQUESTS)
+    recalls = []
+    for vector in vectors:
+        exact = {i for i, _ in embedded.vector_search(NodeKind.SKILL, vector, 50)}
+        found = {i for i, _ in neo4j.vector_search(NodeKind.SKILL, vector, 50)}
+        recalls.append(len(exact & found) / len(exact))
+    same = 0
+    for request in REQUESTS:
+        tops = [[s.id for s in Retriever(s, encoder).search(request, k=5).skills]
+                for s in (neo4j, embedded)]
+        same += set(tops[0]) == set(tops[1])
+    return statistics.mean(recalls), same
+
+
+def main() -> None:
+    if not CORPUS.is_dir():
+        sys.exit(f"no corpus at {CORPUS}")
+    encoder = CachedEncoder(SentenceTransformerEncoder(), EmbeddingCache(cache_path()))
+    skills, vectors = corpus_skills(encoder)
+    encoder.encode(REQUESTS)
+    neo4j = Neo4jStore.from_environment()
+    print(f"Neo4j {neo4j.server_version} at {neo4j.uri}; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"1k = the first 1,000 corpus skills (real embeddings); 10k = the {len(skills):,} "
+          f"corpus skills + synthesized variants (text mixed with another skill's words; "
+          f"vector = real cached embedding + noise of norm {NOISE}, renormalized)\n")
+    rows = []
+    try:
+        for size in (1000, 10000):
+            nodes, node_vectors = synthesize(skills, vectors, size)
+            edges = edges_for(nodes, node_vectors)
+            neo4j.clear()
+            with tempfile.TemporaryDirectory() as tmp:
+                embedded = EmbeddedStore(Path(tmp) / "graph.sqlite")
+                syncs = {"neo4j": sync_figures(neo4j, nodes, node_vectors, edges),
+                         "embedded": sync_figures(embedded, nodes, node_vectors, edges)}
+                searches = {"neo4j": search_figures(neo4j, encoder),
+                            "embedded": search_figures(embedded, encoder)}
+                recall, same = quality(neo4j, embedded, encoder)
+                embedded.close()
+            rows.append((size, len(edges), syncs, searches, recall, same))
+    finally:
+        neo4j.close()
+
+    for size, edge_count, syncs, searches, recall, same in rows:
+        print(f"== {size:,} skills, {edge_count:,} SIMILAR_TO edges")
+        for name in ("neo4j", "embedded"):
+            s = syncs[name]
+            print(f"  {name:<9} sync {size / s['full']:7.0f} skills/s ({s['full']:.1f} s full), "
+                  f"unchanged {s['noop']:.2f} s, {s['updated']} updated {s['update']:.2f} s")
+        ratio = syncs["neo4j"]["full"] / syncs["embedded"]["full"]
+        print(f"  full sync: neo4j takes {ratio:.1f}x the embedded store's time")
+        print(f"  {'latency, ms':<18}{'neo4j p50':>10}{'p95':>8}{'embedded p50':>14}{'p95':>8}"
+              f"{'p50 ratio':>11}")
+        for what in ("vector_search", "text_search", "Retriever.search"):
+            n50, n95 = searches["neo4j"][what]
+            e50, e95 = searches["embedded"][what]
+            print(f"  {what:<18}{n50:10.1f}{n95:8.1f}{e50:14.2f}{e95:8.2f}{n50 / e50:10.0f}x")
+        print(f"  vector recall@50 (neo4j vs exact): {recall:.3f}; same top-5 skills from "
+              f"Retriever: {same}/{len(REQUESTS)}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,9 @@ class RetrievalConfig:
     similarities say little, so the lexical side (characters and bigrams) carries the score."""
     candidates: int = 50
     example_candidates: int = 200
+    example_top: int = 1
+    """A group's example score is the mean of its best ``example_top`` example matches (1: the
+    best one alone). Averaging several is k-nearest-neighbour voting over past requests."""
     recent_boost: float = 0.15
     select_ratio: float = 0.85
     select_min: float = 0.25
@@ -163,12 +166,17 @@ class Retriever:
         whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
         examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
                                 exclude, weight)
-        best_example: dict[str, tuple[float, float, float, str]] = {}
+        per_group: dict[str, list[tuple[float, float, float, str]]] = {}
         for eid, hit in examples.items():
             record = self.store.node(eid)
             gid = str(record.data.get("group", "")) if record else ""
-            if gid and (gid not in best_example or hit[0] > best_example[gid][0]):
-                best_example[gid] = (*hit, record.text if record else "")
+            if gid and record is not None:
+                per_group.setdefault(gid, []).append((*hit, record.text))
+        best_example: dict[str, tuple[float, float, float, str]] = {}
+        for gid, hits in per_group.items():
+            hits.sort(key=lambda h: -h[0])
+            top = hits[: cfg.example_top]
+            best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
         if not whole and not best_example:
             return None, "the library has no groups", []
         scored: list[tuple[float, str, dict[str, Any]]] = []

@@ -8,9 +8,9 @@ queries.jsonl), then:
 2. in ``groups`` mode learns from history with the product's own code: draft groups mined from
    recurring skill sets (written as ordinary group YAML, every request of the set as an example)
    and co-use weights; ``flat`` mode learns nothing;
-3. calibrates the group threshold on history alone: for a sample of history rows it asks the
-   retriever with that row's own example hidden, and keeps the threshold that maximises the
-   sample's set F1 (test queries are never looked at);
+3. calibrates retrieval on history alone: for a sample of history rows it asks the retriever
+   with that row's own example hidden, and keeps the vector weight, example vote size and group
+   threshold that maximise the sample's set F1 (test queries are never looked at);
 4. answers every query with the product's search call, timing each call, and scores it.
 
 Metrics follow FORMAT.md; beyond them it reports ``group_precision`` (share of group answers that
@@ -198,38 +198,61 @@ def aggregate(rows: Sequence[Mapping[str, float | None]], latencies: Sequence[fl
 # -- calibration ------------------------------------------------------------------------------
 
 
-def calibrate_threshold(retriever: Retriever, store: GraphStore, history: Sequence[HistoryRow],
-                        sample: int = 300, seed: int = 7) -> tuple[float, dict[str, Any]]:
-    """The group threshold that maximises set F1 on history rows asked with their own example
-    hidden (a leave-one-out estimate; no test query is used)."""
+WEIGHTS = (0.3, 0.5, 0.75)
+EXAMPLE_TOPS = (1, 3)
+
+
+def calibrate(store: GraphStore, encoder: Encoder, history: Sequence[HistoryRow],
+              base: RetrievalConfig, sample: int = 300, seed: int = 7,
+              ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """Retrieval settings chosen on history alone (test queries are never looked at).
+
+    A sample of history rows is asked with each row's own example hidden (leave-one-out). For
+    each vector weight and example vote size the group threshold that maximises the sample's
+    set F1 is found; the best combination wins.
+    """
     rows = [r for r in history if r.skills]
     random.Random(seed).shuffle(rows)
     rows = rows[:sample]
     example_ids: dict[str, list[str]] = {}
     for node in store.nodes(NodeKind.EXAMPLE):
         example_ids.setdefault(node.text.strip(), []).append(node.id)
-    open_config = replace(retriever.config, group_threshold=-1.0)
-    probe = Retriever(store, retriever.encoder, open_config)
-    points: list[tuple[float, float, float]] = []  # (group score, f1 with group, f1 without)
-    for row in rows:
-        hidden = frozenset(example_ids.get(row.request.strip(), ()))
-        toolbox = probe.search(row.request, exclude=hidden)
-        gold = set(row.skills)
-        if toolbox.group is None:
-            continue
-        without = set(probe.select(list(toolbox.skills)))
-        points.append((toolbox.group.score, f1(set(toolbox.group.members), gold),
-                       f1(without, gold)))
-    if not points:
-        return retriever.config.group_threshold, {"sample": 0}
-    candidates = sorted({round(p[0], 3) for p in points} | {0.0, 1.0})
-    best_t, best_f1 = retriever.config.group_threshold, -1.0
+    best: tuple[float, RetrievalConfig, dict[str, Any]] | None = None
+    for weight in WEIGHTS:
+        for top in EXAMPLE_TOPS:
+            config = replace(base, vector_weight=weight, example_top=top, group_threshold=-1.0)
+            probe = Retriever(store, encoder, config)
+            points: list[tuple[float, float, float]] = []
+            for row in rows:
+                hidden = frozenset(example_ids.get(row.request.strip(), ()))
+                toolbox = probe.search(row.request, exclude=hidden)
+                gold = set(row.skills)
+                without = f1(set(probe.select(list(toolbox.skills))), gold)
+                if toolbox.group is None:
+                    points.append((-1.0, without, without))
+                else:
+                    points.append((toolbox.group.score,
+                                   f1(set(toolbox.group.members), gold), without))
+            threshold, value = _best_threshold(points)
+            if best is None or value > best[0] + 1e-9:
+                best = (value, replace(config, group_threshold=threshold),
+                        {"sample": len(points), "set_f1": round(100 * value, 1),
+                         "threshold": threshold, "vector_weight": weight,
+                         "example_top": top})
+    if best is None:
+        return base, {"sample": 0}
+    return best[1], best[2]
+
+
+def _best_threshold(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
+    """(threshold, mean set F1): groups at or above it are taken, below it single skills."""
+    candidates = sorted({round(p[0], 3) for p in points if p[0] >= 0} | {0.0, 1.01})
+    best_t, best_value = 1.01, -1.0
     for t in candidates:
         value = statistics.fmean(p[1] if p[0] >= t else p[2] for p in points)
-        if value > best_f1 + 1e-9:
-            best_t, best_f1 = t, value
-    return best_t, {"sample": len(points), "set_f1": round(100 * best_f1, 1),
-                    "threshold": best_t}
+        if value > best_value + 1e-9:
+            best_t, best_value = t, value
+    return best_t, best_value
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -275,11 +298,11 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         details: dict[str, Any] = {"skills": len(library.skills), "groups": group_count,
                                    "history_rows": len(dataset.history)}
         if mode == "groups":
-            threshold, calibration = calibrate_threshold(retriever, store, dataset.history)
-            retriever = Retriever(store, query_encoder,
-                                  replace(retriever.config, group_threshold=threshold))
+            # History requests are the examples just embedded: the cached encoder answers them.
+            tuned, calibration = calibrate(store, encoder, dataset.history, retriever.config)
+            retriever = Retriever(store, query_encoder, tuned)
             details["calibration"] = calibration
-            say(f"group threshold calibrated on history: {threshold}")
+            say(f"calibrated on history: {calibration}")
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         group_sets = [frozenset(g.skills) for g in library.groups.values()]
         names_to_ids = {s.name: s.id for s in library.skills.values()}
@@ -307,6 +330,8 @@ def format_table(result: BenchResult) -> str:
         lines.append(f"  {key:<20} {value:>8}")
     calibration = result.details.get("calibration")
     if calibration:
-        lines.append(f"  (group threshold {calibration.get('threshold')} calibrated on "
-                     f"{calibration.get('sample')} history rows)")
+        lines.append(f"  (calibrated on {calibration.get('sample')} history rows: group "
+                     f"threshold {calibration.get('threshold')}, vector weight "
+                     f"{calibration.get('vector_weight')}, example vote "
+                     f"{calibration.get('example_top')})")
     return "\n".join(lines) + "\n"

@@ -137,7 +137,7 @@ def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEn
     toolbox = Retriever(store, encoder).search("plot the values 3, 5 and 8 as a PNG bar chart")
     chart = next(s for s in toolbox.skills if s.name == "make-chart")
     assert chart.explanation["demoted"] == "selected 3 times, never succeeded"
-    undemoted = 0.75 * chart.explanation["vector"] + 0.25 * chart.explanation["lexical"]
+    undemoted = 0.5 * chart.explanation["vector"] + 0.5 * chart.explanation["lexical"]
     assert chart.score == pytest.approx(undemoted / 2, abs=1e-3)
 
 

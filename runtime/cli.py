@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inject_args(ask)
     ask.set_defaults(handler=commands.cmd_ask)
 
+    demo = sub.add_parser("demo", help="the bundled library end to end: index, ask, run, inject")
+    demo.add_argument("--concurrency", type=int, default=4)
+    demo.add_argument("--budget", type=int, default=1500, metavar="TOKENS")
+    demo.add_argument("--format", choices=["markdown", "xml"], default="markdown")
+    _add_store_args(demo)
+    demo.set_defaults(handler=commands.cmd_demo)
+
     bench = sub.add_parser("bench", help="run a retrieval benchmark folder (see FORMAT.md)")
     bench.add_argument("dir", type=Path, help="folder with skills/history/queries .jsonl")
     bench.add_argument("--mode", choices=["groups", "flat"], default="groups")

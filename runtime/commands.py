@@ -440,3 +440,27 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{written} draft groups in {args.out}; review them, then keep the ones you want "
               "in a groups/ folder of your library\n")
     return 0
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    """The bundled library end to end, after a plain install: index, ask, run, inject."""
+    import tempfile
+
+    from runtime.paths import bundled_library
+
+    library = bundled_library()
+    samples = library / "samples"
+    os.environ.setdefault("SKILLGROVE_OUTBOX", str(index_dir(args) / "outbox"))
+    values = {"pdf_path": str(samples / "quarterly_report.pdf"),
+              "team_email": "team@example.com", "report_name": "Q3 demo"}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"values": values}, handle)
+        context_file = Path(handle.name)
+    try:
+        request = "summarize the quarterly report PDF and email the key numbers to my team"
+        out.write(f"$ skillgrove ask {json.dumps(request)}  (context: {json.dumps(values)})\n\n")
+        args.request, args.context, args.input = request, context_file, []
+        args.library = [library]
+        return cmd_ask(args, out)
+    finally:
+        context_file.unlink(missing_ok=True)

@@ -135,3 +135,16 @@ def test_a_library_given_by_a_relative_path_runs(library: Path, tmp_path: Path,
                      str(tmp_path / "idx"))
     assert code == 0, text
     assert json.loads(text)["words"] == 2
+
+
+def test_demo_runs_the_bundled_library_end_to_end(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SKILLGROVE_OUTBOX", str(tmp_path / "outbox"))
+    monkeypatch.chdir(tmp_path)
+    code, text = cli("demo", "--index", str(tmp_path / "idx"))
+    assert code == 0, capsys.readouterr().err
+    assert "Group **Report analysis and notification**" in text
+    assert "(run " in text and ": success)" in text
+    assert list((tmp_path / "outbox").glob("*.eml"))

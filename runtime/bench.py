@@ -293,7 +293,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         index_library(library, store, encoder, co_use=co_use)
         timings["build_s"] = round(time.perf_counter() - started, 1)
         # Queries are embedded by the bare model: the cache would make repeated runs look fast.
-        query_encoder: Encoder = getattr(encoder, "encoder", encoder)
+        query_encoder = _TimedEncoder(getattr(encoder, "encoder", encoder))
         retriever = Retriever(store, query_encoder, config or RetrievalConfig())
         details: dict[str, Any] = {"skills": len(library.skills), "groups": group_count,
                                    "history_rows": len(dataset.history)}
@@ -310,6 +310,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         queries = dataset.queries[:limit] if limit else dataset.queries
         retriever.search("warm up the encoder and the indexes")
         rows, latencies = [], []
+        query_encoder.seconds.clear()
         for query in queries:
             began = time.perf_counter()
             toolbox = retriever.search(query.request)
@@ -319,8 +320,35 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             rows.append(score_query(toolbox, query, ids_by_name, composite))
         store.close()
     details["timings"] = timings
-    return BenchResult(dataset.name, mode, store_name, len(queries),
-                       aggregate(rows, latencies), details)
+    metrics = aggregate(rows, latencies)
+    encode_ms = sorted(1000 * s for s in query_encoder.seconds)
+    if encode_ms:
+        # How much of the latency is the query embedding (the model on this CPU).
+        metrics["encode_ms_p50"] = round(statistics.median(encode_ms), 2)
+        rest = sorted(t - e for t, e in zip(latencies, [1000 * s for s in
+                                                        query_encoder.seconds], strict=False))
+        metrics["retrieval_ms_p50"] = round(statistics.median(rest), 2)
+    return BenchResult(dataset.name, mode, store_name, len(queries), metrics, details)
+
+
+class _TimedEncoder:
+    """Wraps the query encoder to time each call."""
+
+    def __init__(self, inner: Encoder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.seconds: list[float] = []
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        started = time.perf_counter()
+        try:
+            return self.inner.encode(texts)
+        finally:
+            self.seconds.append(time.perf_counter() - started)
 
 
 def format_table(result: BenchResult) -> str:

@@ -53,6 +53,9 @@ class RetrievalConfig:
     candidates: int = 50
     example_candidates: int = 200
     example_top: int = 1
+    whole_weight: float = 0.0
+    """How much a group's own text counts against its example vote (0: the better of the two;
+    otherwise ``whole_weight * text + (1 - whole_weight) * examples``)."""
     """A group's example score is the mean of its best ``example_top`` example matches (1: the
     best one alone). Averaging several is k-nearest-neighbour voting over past requests."""
     recent_boost: float = 0.15
@@ -195,7 +198,9 @@ class Retriever:
                 ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
                 explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
                                           "lexical": round(ex_lex, 4)}
-                if ex_score > score:
+                if cfg.whole_weight > 0:
+                    score = cfg.whole_weight * score + (1 - cfg.whole_weight) * ex_score
+                elif ex_score > score:
                     score = ex_score
                     explanation["matched"] = "example"
             demoted = _demotion(record)

@@ -65,6 +65,9 @@ class RetrievalConfig:
     ("nothing here fits") than five unrelated skills."""
     select_max: int = 5
     suggestions: int = 5
+    runner_up_ratio: float = 0.9
+    """Groups scoring at least this share of the chosen group's score are close runner-ups;
+    their other members lead the single-skill ranking."""
     demote_factor: float = 0.5
 
 
@@ -157,12 +160,43 @@ class Retriever:
         group, reason, candidates = self._group_tier(request, query, vector, context, exclude,
                                                      weight)
         skills = self._atomic_tier(query, vector, context, k, weight)
+        if group is not None:
+            skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
         anchors = list(group.members) if group is not None else list(selected)
         suggestions = self._suggest(anchors, exclude=set(anchors))
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000)
+
+    def _close_runner_ups_first(self, group: GroupChoice,
+                                candidates: Sequence[tuple[str, float]],
+                                skills: list[ScoredSkill], k: int) -> list[ScoredSkill]:
+        """Put the members of groups that scored almost as well as the chosen one at the head of
+        the single-skill ranking: when two learned toolboxes differ by one skill, the other
+        one's skill is the likeliest missing piece."""
+        cutoff = group.score * self.config.runner_up_ratio
+        chosen = set(group.members)
+        by_id = {s.id: s for s in skills}
+        front: list[ScoredSkill] = []
+        for gid, score in candidates[1:]:
+            if score < cutoff or score <= 0:
+                break
+            record = self.store.node(gid)
+            for member in record.data.get("members", ()) if record else ():
+                if member in chosen or any(s.id == member for s in front):
+                    continue
+                node = self.store.node(member)
+                if node is None:
+                    continue
+                base = by_id.get(member)
+                explanation = dict(base.explanation) if base else {}
+                explanation["runner_up_group"] = {"id": gid, "score": score}
+                front.append(ScoredSkill(member, node.name, base.score if base else 0.0,
+                                         str(node.data.get("description", "")),
+                                         bool(node.data.get("available", True)), explanation))
+        rest = [s for s in skills if s.id not in {f.id for f in front}]
+        return (front + rest)[: max(k, len(front))]
 
     # -- groups -------------------------------------------------------------------------------
 

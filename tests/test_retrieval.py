@@ -231,3 +231,31 @@ def test_graph_cli_neighbors_and_export(tmp_path: Path) -> None:
     assert main(["graph", "export", "kpi-report", "--format", "dot", "--index", str(index)],
                 out) == 0
     assert '"stats" -> "chart";' in out.getvalue()
+
+
+def test_close_runner_up_groups_lead_the_single_skill_ranking(encoder: CachedEncoder) -> None:
+    import numpy as np
+
+    from graph.model import NodeRecord
+    from graph.retrieval import GroupChoice, ScoredSkill
+
+    def skill(sid: str) -> NodeRecord:
+        return NodeRecord(sid, NodeKind.SKILL, sid, sid, sid, {"description": sid})
+
+    def grp(gid: str, members: list[str]) -> NodeRecord:
+        return NodeRecord(gid, NodeKind.GROUP, gid, gid, gid, {"members": members})
+
+    nodes = [skill(s) for s in ("a", "b", "c", "d", "e")] + [
+        grp("group:abc", ["a", "b", "c"]), grp("group:abd", ["a", "b", "d"]),
+        grp("group:ae", ["a", "e"])]
+    vectors = {n.id: np.ones(384, dtype=np.float32) / np.sqrt(384) for n in nodes}
+    store = EmbeddedStore(None)
+    store.sync(nodes, vectors, [])
+    retriever = Retriever(store, encoder)
+    chosen = GroupChoice("group:abc", "abc", 0.60, ("a", "b", "c"), ("a", "b", "c"), (), (),
+                         True, {})
+    ranked = [ScoredSkill("e", "e", 0.5, "", True, {}), ScoredSkill("c", "c", 0.4, "", True, {})]
+    out = retriever._close_runner_ups_first(
+        chosen, [("group:abc", 0.60), ("group:abd", 0.58), ("group:ae", 0.30)], ranked, 10)
+    assert [s.id for s in out] == ["d", "e", "c"]  # abd is close (0.58 >= 0.54); ae is not
+    assert out[0].explanation["runner_up_group"] == {"id": "group:abd", "score": 0.58}

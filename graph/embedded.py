@@ -16,6 +16,7 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from graph.bm25 import BM25
 from graph.embeddings import Vectors
@@ -195,7 +196,10 @@ class _KindIndex:
     def vector_top(self, vector: Vectors, k: int) -> list[tuple[str, float]]:
         if not len(self.matrix):
             return []
-        sims = self.matrix @ np.asarray(vector, dtype=np.float32)
+        # One BLAS thread: for a matrix-vector product the workers' busy-waiting afterwards
+        # costs more than they save, and slows the next query's embedding by half.
+        with threadpool_limits(limits=1, user_api="blas"):
+            sims = self.matrix @ np.asarray(vector, dtype=np.float32)
         k = min(k, len(sims))
         part = np.argpartition(-sims, k - 1)[:k]
         order = part[np.argsort(-sims[part], kind="stable")]

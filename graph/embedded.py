@@ -174,6 +174,19 @@ def _vector_blob(new: Vectors | None, old: Vectors | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
 
 
+_BLAS_LIMITED = False
+
+
+def _single_blas_thread() -> None:
+    """Searching uses one BLAS thread, set once per process: for a matrix-vector product the
+    idle workers' busy-waiting costs more than they save, and halved the speed of the next
+    query's embedding (52 ms against 24 ms here). Checking per call costs milliseconds."""
+    global _BLAS_LIMITED
+    if not _BLAS_LIMITED:
+        threadpool_limits(limits=1, user_api="blas")
+        _BLAS_LIMITED = True
+
+
 class _KindIndex:
     """Lexical (BM25) and vector search over the nodes of one kind, built on first use."""
 
@@ -196,10 +209,8 @@ class _KindIndex:
     def vector_top(self, vector: Vectors, k: int) -> list[tuple[str, float]]:
         if not len(self.matrix):
             return []
-        # One BLAS thread: for a matrix-vector product the workers' busy-waiting afterwards
-        # costs more than they save, and slows the next query's embedding by half.
-        with threadpool_limits(limits=1, user_api="blas"):
-            sims = self.matrix @ np.asarray(vector, dtype=np.float32)
+        _single_blas_thread()
+        sims = self.matrix @ np.asarray(vector, dtype=np.float32)
         k = min(k, len(sims))
         part = np.argpartition(-sims, k - 1)[:k]
         order = part[np.argsort(-sims[part], kind="stable")]

@@ -26,7 +26,6 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
@@ -336,7 +335,3 @@ class InProcessExecutor:
             return ExecResult(Outcome.ERROR, error=problem, seconds=seconds)
         return ExecResult(Outcome.SUCCESS, dict(value or {}), seconds=seconds)
 
-
-def is_within(path: Path, folder: Path) -> bool:
-    resolved = path.resolve()
-    return resolved == folder.resolve() or folder.resolve() in resolved.parents

@@ -83,7 +83,7 @@ def read_jsonl(path: Path, required: Mapping[str, type | tuple[type, ...]]) -> l
 def read_history(path: Path) -> list[HistoryRow]:
     rows = read_jsonl(path, {"id": (str, int), "request": str, "skills": list})
     out = []
-    for number, data in enumerate(rows, 1):
+    for data in rows:
         edges = data.get("edges") or []
         if not all(isinstance(e, list) and len(e) == 2 for e in edges):
             raise HistoryError(f"{path}: row {data['id']}: 'edges' must be [src, dst] pairs")
@@ -91,7 +91,6 @@ def read_history(path: Path) -> list[HistoryRow]:
                               tuple(str(s) for s in data["skills"]),
                               tuple((str(a), str(b)) for a, b in edges),
                               bool(data.get("succeeded", True))))
-        del number
     return out
 
 

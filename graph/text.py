@@ -69,10 +69,6 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return tokens
 
 
-def has_cjk(text: str) -> bool:
-    return any(_CJK.match(ch) for ch in text)
-
-
 def cjk_share(text: str) -> float:
     """The share of a text's letters that are CJK characters."""
     letters = [ch for ch in text if ch.isalpha()]

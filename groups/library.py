@@ -54,10 +54,13 @@ class Library:
             raise LibraryError(self.errors)
 
 
-def is_group_file(path: Path) -> bool:
+def is_group_file(path: Path, root: Path) -> bool:
+    """A ``*.group.yaml`` anywhere, or any YAML file in a ``groups`` folder at or below
+    ``root`` (the root's own name counts)."""
     name = path.name.lower()
+    inside = path.parent.relative_to(root.parent).parts
     return name.endswith((".group.yaml", ".group.yml")) or (
-        path.suffix.lower() in GROUP_SUFFIXES and "groups" in path.parent.parts)
+        path.suffix.lower() in GROUP_SUFFIXES and "groups" in inside)
 
 
 def find_group_files(root: Path) -> list[Path]:
@@ -67,12 +70,8 @@ def find_group_files(root: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
         here = Path(dirpath)
-        inside_groups = "groups" in here.relative_to(root).parts or here.name == "groups"
-        for name in sorted(filenames):
-            lower = name.lower()
-            if lower.endswith((".group.yaml", ".group.yml")) or (
-                    inside_groups and lower.endswith(GROUP_SUFFIXES)):
-                found.append(here / name)
+        found.extend(here / name for name in sorted(filenames)
+                     if is_group_file(here / name, root))
     return found
 
 

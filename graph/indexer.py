@@ -12,6 +12,7 @@ import numpy as np
 from graph.documents import example_records, group_record, skill_record
 from graph.embeddings import Encoder, Vectors
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
 from graph.store import GraphStore
 from groups.library import Library
 
@@ -104,6 +105,29 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     return nodes, vectors, edges
 
 
+def fit_router(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+               ) -> GroupRouter | None:
+    """The group router, fitted on each group's examples and its own text (None with fewer than
+    two groups: there is nothing to tell apart)."""
+    labels: list[str] = []
+    texts: list[str] = []
+    rows: list[Vectors] = []
+    for node in nodes:
+        if node.kind is NodeKind.GROUP:
+            label = node.id
+        elif node.kind is NodeKind.EXAMPLE:
+            label = str(node.data.get("group", ""))
+        else:
+            continue
+        if label and node.id in vectors:
+            labels.append(label)
+            texts.append(node.text)
+            rows.append(vectors[node.id])
+    if len(set(labels)) < 2:
+        return None
+    return GroupRouter.fit(labels, texts, np.stack(rows))
+
+
 def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   progress: Progress | None = None,
                   co_use: Mapping[tuple[str, str], float] | None = None) -> IndexResult:
@@ -111,6 +135,11 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     before = getattr(encoder, "embedded", 0)
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use)
     report = store.sync(nodes, vectors, edges)
+    router = fit_router(nodes, vectors)
+    text = router.to_text() if router is not None else ""
+    # The router, then its digest: readers reload once the digest changes.
+    store.set_meta(ROUTER_KEY, text)
+    store.set_meta(ROUTER_DIGEST_KEY, digest(text) if text else "")
     store.set_meta("model", encoder.name)
     store.set_meta("roots", "\n".join(str(r) for r in library.roots))
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),

@@ -31,6 +31,7 @@ from typing import Any
 
 from graph.embeddings import Encoder
 from graph.model import EdgeKind, NodeKind, NodeRecord
+from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from graph.store import GraphStore
 from graph.text import cjk_share
 
@@ -69,6 +70,11 @@ class RetrievalConfig:
     """Groups scoring at least this share of the chosen group's score are close runner-ups;
     their other members lead the single-skill ranking."""
     demote_factor: float = 0.5
+    router_min_confidence: float = 0.0
+    """With a group router, the chosen group must hold at least this share of its belief."""
+    runner_up_min: float = 0.01
+    """With a group router, skills of other groups whose combined belief reaches this share
+    follow the chosen group's members in the ranking, likeliest first."""
 
 
 DEFAULT_CONFIG = RetrievalConfig()
@@ -145,6 +151,15 @@ class Retriever:
         self.store = store
         self.encoder = encoder
         self.config = config
+        self._loaded_router: tuple[str, GroupRouter | None] = ("", None)
+
+    def _router(self) -> GroupRouter | None:
+        """The index's group router, reloaded when a new index replaced it."""
+        key = self.store.get_meta(ROUTER_DIGEST_KEY) or ""
+        if key != self._loaded_router[0]:
+            text = self.store.get_meta(ROUTER_KEY) if key else None
+            self._loaded_router = (key, GroupRouter.from_text(text) if text else None)
+        return self._loaded_router[1]
 
     def search(self, request: str, context: RequestContext | None = None, k: int = 10,
                exclude: frozenset[str] = frozenset()) -> Toolbox:
@@ -174,28 +189,44 @@ class Retriever:
                                 skills: list[ScoredSkill], k: int) -> list[ScoredSkill]:
         """Put the members of groups that scored almost as well as the chosen one at the head of
         the single-skill ranking: when two learned toolboxes differ by one skill, the other
-        one's skill is the likeliest missing piece."""
-        cutoff = group.score * self.config.runner_up_ratio
+        one's skill is the likeliest missing piece.
+
+        With a router, "almost as well" is its belief: a skill's share is the summed
+        posterior of the other groups holding it, and every skill with at least
+        ``runner_up_min`` leads, likeliest first. Without one, groups scoring at least
+        ``runner_up_ratio`` of the chosen group's similarity lead, in their order."""
+        routed = "router" in group.explanation
         chosen = set(group.members)
-        by_id = {s.id: s for s in skills}
-        front: list[ScoredSkill] = []
-        for gid, score in candidates[1:]:
-            if score < cutoff or score <= 0:
+        share: dict[str, float] = {}
+        source: dict[str, tuple[str, float]] = {}
+        cutoff = group.score * self.config.runner_up_ratio
+        for rank, (gid, score) in enumerate(candidates[1:]):
+            if not routed and (score < cutoff or score <= 0):
                 break
             record = self.store.node(gid)
             for member in record.data.get("members", ()) if record else ():
-                if member in chosen or any(s.id == member for s in front):
+                if member in chosen:
                     continue
-                node = self.store.node(member)
-                if node is None:
-                    continue
-                base = by_id.get(member)
-                explanation = dict(base.explanation) if base else {}
-                explanation["runner_up_group"] = {"id": gid, "score": score}
-                front.append(ScoredSkill(member, node.name, base.score if base else 0.0,
-                                         str(node.data.get("description", "")),
-                                         bool(node.data.get("available", True)), explanation))
-        rest = [s for s in skills if s.id not in {f.id for f in front}]
+                # Similarity mode keeps group order: earlier groups' members come first.
+                share[member] = share.get(member, 0.0) + (score if routed else -rank)
+                source.setdefault(member, (gid, score))
+        if routed:
+            share = {m: v for m, v in share.items() if v >= self.config.runner_up_min}
+        by_id = {s.id: s for s in skills}
+        front: list[ScoredSkill] = []
+        for member in sorted(share, key=lambda m: -share[m]):
+            node = self.store.node(member)
+            if node is None:
+                continue
+            base = by_id.get(member)
+            explanation = dict(base.explanation) if base else {}
+            gid, score = source[member]
+            explanation["runner_up_group"] = {"id": gid, "score": score}
+            front.append(ScoredSkill(member, node.name, base.score if base else 0.0,
+                                     str(node.data.get("description", "")),
+                                     bool(node.data.get("available", True)), explanation))
+        ahead = {f.id for f in front}
+        rest = [s for s in skills if s.id not in ahead]
         return (front + rest)[: max(k, len(front))]
 
     # -- groups -------------------------------------------------------------------------------
@@ -244,14 +275,40 @@ class Retriever:
             explanation["score"] = round(score, 4)
             scored.append((score, gid, explanation))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]
-        best_score, best_id, explanation = scored[0]
-        runner_up = scored[1][0] if len(scored) > 1 else 0.0
+        router = self._router()
+        if router is None:
+            candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]
+            best_score, best_id, explanation = scored[0]
+            runner_up = scored[1][0] if len(scored) > 1 else 0.0
+            confidence = None
+        else:
+            fits = {gid: (score, explanation) for score, gid, explanation in scored}
+            posterior = router.posterior(query, vector)
+            for gid in posterior:
+                if gid in fits and "demoted" in fits[gid][1]:
+                    posterior[gid] *= cfg.demote_factor
+            ranked = sorted(((p, gid) for gid, p in posterior.items() if gid not in exclude),
+                            key=lambda t: (-t[0], t[1]))
+            candidates = [(gid, round(p, 4)) for p, gid in ranked[:10]]
+            confidence, best_id = ranked[0]
+            if best_id in fits:
+                best_score, explanation = fits[best_id]
+            else:
+                best_score, cosine, lexical = self._hybrid_one(best_id, vector, weight)
+                explanation = {"vector": round(cosine, 4), "lexical": round(lexical, 4),
+                               "score": round(best_score, 4)}
+            explanation = {**explanation, "router": round(confidence, 4)}
+            runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
         threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
         if best_score < threshold:
             name = self.store.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
                           f"the threshold {threshold:.2f}"), candidates
+        if confidence is not None and confidence < cfg.router_min_confidence:
+            name = self.store.node(best_id).name  # type: ignore[union-attr]
+            return None, (f"no group is clearly meant: the likeliest, '{name}', has only "
+                          f"{confidence:.0%} of the router's belief (needs "
+                          f"{cfg.router_min_confidence:.0%})"), candidates
         if best_score - runner_up < cfg.group_margin:
             return None, "two groups fit equally well; falling back to skills", candidates
         record = self.store.node(best_id)

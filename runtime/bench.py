@@ -8,9 +8,9 @@ queries.jsonl), then:
 2. in ``groups`` mode learns from history with the product's own code: draft groups mined from
    recurring skill sets (written as ordinary group YAML, every request of the set as an example)
    and co-use weights; ``flat`` mode learns nothing;
-3. calibrates retrieval on history alone: for a sample of history rows it asks the retriever
-   with that row's own example hidden, and keeps the vector weight, example vote size and group
-   threshold that maximise the sample's set F1 (test queries are never looked at);
+3. calibrates retrieval on history alone: a tenth of the history rows (at most 500) is held out,
+   a second library is learned from the rest, and the group threshold and router confidence
+   that maximise set F1 on the held-out rows are kept (test queries are never looked at);
 4. answers every query with the product's search call, timing each call, and scores it.
 
 Metrics follow FORMAT.md; beyond them it reports ``group_precision`` (share of group answers that
@@ -44,10 +44,9 @@ from graph.learning import (
     read_history,
     read_jsonl,
 )
-from graph.model import NodeKind
 from graph.retrieval import RetrievalConfig, Retriever, Toolbox
 from graph.store import GraphStore
-from groups.library import load_library
+from groups.library import Library, load_library
 from skills.loader import LoadOptions
 
 KS = (3, 5, 10)
@@ -96,8 +95,11 @@ def _yaml_string(text: str) -> str:
 
 
 def write_library(dataset: Dataset, root: Path, mode: str,
+                  history: Sequence[HistoryRow] | None = None,
                   ) -> tuple[Path, dict[tuple[str, str], float] | None, int]:
-    """Materialize the dataset as a library under ``root``; returns (root, co-use, groups)."""
+    """Materialize the dataset as a library under ``root``, learning from ``history`` (all of
+    the dataset's by default); returns (root, co-use, groups)."""
+    history = dataset.history if history is None else history
     names = {str(s["id"]): s["name"] for s in dataset.skills}
     for skill in dataset.skills:
         folder = root / "skills" / skill["name"]
@@ -113,12 +115,12 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     if mode != "groups":
         return root, None, 0
     descriptions = {str(s["id"]): s["description"] for s in dataset.skills}
-    drafts = mine_groups(dataset.history, names=names, descriptions=descriptions)
+    drafts = mine_groups(history, names=names, descriptions=descriptions)
     (root / "groups").mkdir(exist_ok=True)
     for draft in drafts:
         (root / "groups" / f"{draft.id}.yaml").write_text(
             draft_to_yaml(draft, names, all_examples=True), encoding="utf-8")
-    return root, co_use_weights(dataset.history), len(drafts)
+    return root, co_use_weights(history), len(drafts)
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -198,50 +200,58 @@ def aggregate(rows: Sequence[Mapping[str, float | None]], latencies: Sequence[fl
 # -- calibration ------------------------------------------------------------------------------
 
 
-WEIGHTS = (0.3, 0.5, 0.75)
-EXAMPLE_TOPS = (1, 3)
-
-
-def calibrate(store: GraphStore, encoder: Encoder, history: Sequence[HistoryRow],
-              base: RetrievalConfig, sample: int = 300, seed: int = 7,
-              ) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """Retrieval settings chosen on history alone (test queries are never looked at).
-
-    A sample of history rows is asked with each row's own example hidden (leave-one-out). For
-    each vector weight and example vote size the group threshold that maximises the sample's
-    set F1 is found; the best combination wins.
-    """
+def split_history(history: Sequence[HistoryRow], share: float = 0.1, cap: int = 500,
+                  seed: int = 7) -> tuple[list[HistoryRow], list[HistoryRow]]:
+    """(fit rows, held-out rows): a seeded random ``share`` of the rows (at most ``cap``) is
+    held out. Calibration learns from the fit rows alone and is scored on the held-out ones,
+    which the groups, their texts, co-use and the router have never seen."""
     rows = [r for r in history if r.skills]
-    random.Random(seed).shuffle(rows)
-    rows = rows[:sample]
-    example_ids: dict[str, list[str]] = {}
-    for node in store.nodes(NodeKind.EXAMPLE):
-        example_ids.setdefault(node.text.strip(), []).append(node.id)
-    best: tuple[float, RetrievalConfig, dict[str, Any]] | None = None
-    for weight in WEIGHTS:
-        for top in EXAMPLE_TOPS:
-            config = replace(base, vector_weight=weight, example_top=top, group_threshold=-1.0)
-            probe = Retriever(store, encoder, config)
-            points: list[tuple[float, float, float]] = []
-            for row in rows:
-                hidden = frozenset(example_ids.get(row.request.strip(), ()))
-                toolbox = probe.search(row.request, exclude=hidden)
-                gold = set(row.skills)
-                without = f1(set(probe.select(list(toolbox.skills))), gold)
-                if toolbox.group is None:
-                    points.append((-1.0, without, without))
-                else:
-                    points.append((toolbox.group.score,
-                                   f1(set(toolbox.group.members), gold), without))
-            threshold, value = _best_threshold(points)
-            if best is None or value > best[0] + 1e-9:
-                best = (value, replace(config, group_threshold=threshold),
-                        {"sample": len(points), "set_f1": round(100 * value, 1),
-                         "threshold": threshold, "vector_weight": weight,
-                         "example_top": top})
-    if best is None:
-        return base, {"sample": 0}
-    return best[1], best[2]
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    held = set(order[: min(cap, int(len(rows) * share))])
+    return ([r for i, r in enumerate(rows) if i not in held],
+            [r for i, r in enumerate(rows) if i in held])
+
+
+def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
+              ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The group threshold and router confidence that maximise set F1 on ``held_out`` rows.
+
+    ``retriever`` must answer from a library learned without those rows (see
+    ``split_history``): an earlier version hid only each row's own example, but the row's text
+    was still inside its group's description, and every setting scored 97%.
+    """
+    probe = Retriever(retriever.store, retriever.encoder,
+                      replace(retriever.config, group_threshold=-1.0, router_min_confidence=0.0,
+                              cjk_group_threshold=-1.0))
+    points: list[tuple[float, float, float, float]] = []
+    for row in held_out:
+        toolbox = probe.search(row.request)
+        gold = set(row.skills)
+        without = f1(set(probe.select(list(toolbox.skills))), gold)
+        if toolbox.group is None:
+            points.append((-1.0, -1.0, without, without))
+            continue
+        confidence = float(toolbox.group.explanation.get("router", 1.0))
+        points.append((toolbox.group.score, confidence, f1(set(toolbox.group.members), gold),
+                       without))
+    if not points:
+        return retriever.config, {"sample": 0}
+    best: tuple[float, float, float] | None = None
+    for confidence in sorted({0.0} | {round(p[1], 3) for p in points if p[1] >= 0}):
+        kept = [(p[0] if p[1] >= confidence else -1.0, p[2], p[3]) for p in points]
+        threshold, value = _best_threshold(kept)
+        if best is None or value > best[0] + 1e-9:
+            best = (value, threshold, confidence)
+    assert best is not None
+    value, threshold, confidence = best
+    # A request mostly in CJK script is held to the same share of the bar as by default.
+    ratio = retriever.config.cjk_group_threshold / retriever.config.group_threshold
+    tuned = replace(retriever.config, group_threshold=threshold,
+                    cjk_group_threshold=round(threshold * ratio, 3),
+                    router_min_confidence=confidence)
+    return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
+                   "threshold": threshold, "router_min_confidence": confidence}
 
 
 def _best_threshold(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
@@ -281,28 +291,29 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
     say = progress or (lambda _: None)
     timings: dict[str, float] = {}
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
+    base = config or RetrievalConfig()
+    details: dict[str, Any] = {"history_rows": len(dataset.history)}
     with tempfile.TemporaryDirectory(prefix=f"skillgrove-bench-{digest}-") as scratch:
+        if mode == "groups":
+            # Calibrate first: with --store neo4j both builds share one database.
+            started = time.perf_counter()
+            fit_rows, held_out = split_history(dataset.history)
+            say(f"calibrating on {len(held_out)} held-out history rows")
+            store = _build(dataset, Path(scratch) / "calibration", mode, fit_rows, encoder,
+                           make_store)[0]
+            base, calibration = calibrate(Retriever(store, encoder, base), held_out)
+            store.close()
+            details["calibration"] = calibration
+            timings["calibration_s"] = round(time.perf_counter() - started, 1)
+            say(f"calibrated on history: {calibration}")
         started = time.perf_counter()
-        root, co_use, group_count = write_library(dataset, Path(scratch) / "library", mode)
-        library = load_library([root], LoadOptions())
-        if library.errors:
-            raise HistoryError("the benchmark library does not load: "
-                               + "; ".join(d.format() for d in library.errors[:3]))
-        store = make_store(Path(scratch))
-        say(f"indexing {len(library.skills)} skills, {len(library.groups)} groups")
-        index_library(library, store, encoder, co_use=co_use)
+        store, library, group_count = _build(dataset, Path(scratch) / "bench", mode, None,
+                                             encoder, make_store, say)
         timings["build_s"] = round(time.perf_counter() - started, 1)
         # Queries are embedded by the bare model: the cache would make repeated runs look fast.
         query_encoder = _TimedEncoder(getattr(encoder, "encoder", encoder))
-        retriever = Retriever(store, query_encoder, config or RetrievalConfig())
-        details: dict[str, Any] = {"skills": len(library.skills), "groups": group_count,
-                                   "history_rows": len(dataset.history)}
-        if mode == "groups":
-            # History requests are the examples just embedded: the cached encoder answers them.
-            tuned, calibration = calibrate(store, encoder, dataset.history, retriever.config)
-            retriever = Retriever(store, query_encoder, tuned)
-            details["calibration"] = calibration
-            say(f"calibrated on history: {calibration}")
+        retriever = Retriever(store, query_encoder, base)
+        details.update(skills=len(library.skills), groups=group_count)
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         group_sets = [frozenset(g.skills) for g in library.groups.values()]
         names_to_ids = {s.name: s.id for s in library.skills.values()}
@@ -329,6 +340,23 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
                                                         query_encoder.seconds], strict=False))
         metrics["retrieval_ms_p50"] = round(statistics.median(rest), 2)
     return BenchResult(dataset.name, mode, store_name, len(queries), metrics, details)
+
+
+def _build(dataset: Dataset, folder: Path, mode: str, history: Sequence[HistoryRow] | None,
+           encoder: Encoder, make_store: Callable[[Path], GraphStore],
+           say: Callable[[str], None] | None = None) -> tuple[GraphStore, Library, int]:
+    """Write the dataset's library under ``folder``, learning from ``history``, and index it."""
+    folder.mkdir(parents=True)
+    root, co_use, group_count = write_library(dataset, folder / "library", mode, history)
+    library = load_library([root], LoadOptions())
+    if library.errors:
+        raise HistoryError("the benchmark library does not load: "
+                           + "; ".join(d.format() for d in library.errors[:3]))
+    store = make_store(folder)
+    if say:
+        say(f"indexing {len(library.skills)} skills, {len(library.groups)} groups")
+    index_library(library, store, encoder, co_use=co_use)
+    return store, library, group_count
 
 
 class _TimedEncoder:
@@ -358,8 +386,7 @@ def format_table(result: BenchResult) -> str:
         lines.append(f"  {key:<20} {value:>8}")
     calibration = result.details.get("calibration")
     if calibration:
-        lines.append(f"  (calibrated on {calibration.get('sample')} history rows: group "
-                     f"threshold {calibration.get('threshold')}, vector weight "
-                     f"{calibration.get('vector_weight')}, example vote "
-                     f"{calibration.get('example_top')})")
+        lines.append(f"  (calibrated on {calibration.get('sample')} held-out history rows: "
+                     f"group threshold {calibration.get('threshold')}, router confidence "
+                     f"{calibration.get('router_min_confidence')})")
     return "\n".join(lines) + "\n"

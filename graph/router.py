@@ -1,0 +1,226 @@
+"""The group router: which group a request belongs to, learned from the groups' example requests.
+
+Scoring each group by its single best-matching example (1-nearest-neighbour) or by one text made of
+all its examples throws most of the evidence away: a group learned from forty past requests knows
+what varies between them and what never does. The router is a **linear discriminant** (LDA with a
+shared, shrunk covariance) fitted on every example of every group, plus the group's own text as
+one more example:
+
+- features of a text: its sentence embedding, and its tf-idf vector reduced to ``lsa_dims``
+  dimensions by a truncated SVD fitted on the same examples (latent semantic analysis), so words
+  the embedding model blurs together (a city, a product, an ingredient) still count;
+- fitting is closed-form (class means, one pooled covariance, one linear solve): about two seconds
+  for 17,000 examples and 460 groups, milliseconds for a hand-written library;
+- scoring a request is one small matrix product; the scores become a posterior over the groups.
+
+The router says *which* group; whether any group fits at all is still the retriever's
+similarity threshold (a discriminant always has a favourite, even for an unrelated request).
+
+>>> router = GroupRouter.fit(["g:a", "g:b"], ["send the weekly mail", "resize the photo"],
+...                          np.eye(2, 4, dtype=np.float32))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import sparse
+
+from graph.text import tokenize
+
+Matrix = npt.NDArray[np.float32]
+
+ROUTER_KEY = "group_router"
+ROUTER_DIGEST_KEY = "group_router_digest"
+LSA_DIMS = 128
+SHRINKAGE = 0.05
+"""Share of the pooled covariance replaced by its average variance (Ledoit-Wolf style
+shrinkage): keeps the solve stable when groups have only a handful of examples."""
+MIN_TERM_DOCS = 2
+"""A term seen in fewer examples than this is not a feature (it cannot generalise)."""
+
+
+class GroupRouter:
+    def __init__(self, groups: Sequence[str], vocabulary: dict[str, int], idf: Matrix,
+                 projection: Matrix, weights: Matrix, bias: Matrix,
+                 temperature: float = 1.0) -> None:
+        self.groups = tuple(groups)
+        self.vocabulary = vocabulary
+        self.idf = idf
+        self.projection = projection
+        self.weights = weights
+        self.bias = bias
+        self.temperature = temperature
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    @classmethod
+    def fit(cls, labels: Sequence[str], texts: Sequence[str], vectors: Matrix,
+            lsa_dims: int = LSA_DIMS, shrinkage: float = SHRINKAGE) -> GroupRouter:
+        """Fit on examples: ``labels[i]`` is the group of ``texts[i]``, embedded as
+        ``vectors[i]``. Needs at least two groups.
+
+        A discriminant in hundreds of dimensions is far too sure of itself, so its scores are
+        divided by a temperature chosen on held-out examples (one in ten, from groups with at
+        least three) to make the posterior honest; then the router is refitted on everything.
+        """
+        router = cls._fit(labels, texts, vectors, lsa_dims, shrinkage)
+        held = _held_out(labels)
+        if held:
+            keep = [i for i in range(len(labels)) if i not in held]
+            probe = cls._fit([labels[i] for i in keep], [texts[i] for i in keep],
+                             np.asarray(vectors)[keep], lsa_dims, shrinkage)
+            router.temperature = probe._temperature([labels[i] for i in held],
+                                                    [texts[i] for i in held],
+                                                    np.asarray(vectors)[sorted(held)])
+        return router
+
+    def _temperature(self, labels: Sequence[str], texts: Sequence[str], vectors: Matrix,
+                     ) -> float:
+        """The temperature that minimises the held-out examples' negative log-likelihood."""
+        index = {g: i for i, g in enumerate(self.groups)}
+        rows = [(index[label], self.scores(text, vector))
+                for label, text, vector in zip(labels, texts, vectors, strict=True)
+                if label in index]
+        best, best_loss = 1.0, math.inf
+        for temperature in np.geomspace(0.1, 1000, 81):
+            loss = 0.0
+            for gold, scores in rows:
+                scaled = scores / temperature
+                top = scaled.max()
+                loss += float(top + np.log(np.exp(scaled - top).sum()) - scaled[gold])
+            if loss < best_loss:
+                best, best_loss = float(temperature), loss
+        return best
+
+    @classmethod
+    def _fit(cls, labels: Sequence[str], texts: Sequence[str], vectors: Matrix,
+             lsa_dims: int, shrinkage: float) -> GroupRouter:
+        groups = sorted(set(labels))
+        if len(groups) < 2:
+            raise ValueError("a router needs examples of at least two groups")
+        tokens = [tokenize(t) for t in texts]
+        df = Counter(term for doc in tokens for term in set(doc))
+        kept = sorted(t for t, n in df.items() if n >= min(MIN_TERM_DOCS, len(texts)))
+        vocabulary = {term: i for i, term in enumerate(kept)}
+        n = len(texts)
+        idf = np.array([math.log((1 + n) / (1 + df[t])) + 1 for t in kept], dtype=np.float32)
+        tfidf = _tfidf(tokens, vocabulary, idf)
+        dims = min(lsa_dims, len(kept) - 1, n - 1)
+        projection = (_truncated_svd(tfidf, dims) if dims >= 1
+                      else np.zeros((len(kept), 0), dtype=np.float32))
+        features = np.hstack([np.asarray(vectors, dtype=np.float64),
+                              np.asarray(tfidf @ projection, dtype=np.float64)])
+        index = {g: i for i, g in enumerate(groups)}
+        y = np.array([index[label] for label in labels])
+        means = np.zeros((len(groups), features.shape[1]))
+        np.add.at(means, y, features)
+        means /= np.bincount(y, minlength=len(groups))[:, None]
+        within = features - means[y]
+        covariance = within.T @ within / max(n - len(groups), 1)
+        dimension = features.shape[1]
+        average = float(np.trace(covariance)) / dimension
+        covariance = (1 - shrinkage) * covariance + (shrinkage * average + 1e-6) * np.eye(
+            dimension)
+        weights = np.linalg.solve(covariance, means.T)
+        bias = -0.5 * np.einsum("gd,dg->g", means, weights)
+        return cls(groups, vocabulary, idf, projection.astype(np.float32),
+                   weights.astype(np.float32), bias.astype(np.float32))
+
+    # -- scoring ----------------------------------------------------------------------------
+
+    def features(self, text: str, vector: Matrix) -> Matrix:
+        tfidf = _tfidf([tokenize(text)], self.vocabulary, self.idf)
+        lexical = np.asarray(tfidf @ self.projection, dtype=np.float32).reshape(-1)
+        return np.concatenate([np.asarray(vector, dtype=np.float32).reshape(-1), lexical])
+
+    def scores(self, text: str, vector: Matrix) -> npt.NDArray[np.float64]:
+        """The raw discriminant scores, one per group (in ``self.groups`` order)."""
+        out = self.features(text, vector) @ self.weights + self.bias
+        return np.asarray(out, dtype=np.float64)
+
+    def posterior(self, text: str, vector: Matrix) -> dict[str, float]:
+        """Group id -> probability that the request belongs to it (summing to 1)."""
+        scores = self.scores(text, vector) / self.temperature
+        scores = scores - scores.max()
+        weights = np.exp(scores.astype(np.float64))
+        weights /= weights.sum()
+        return {g: float(p) for g, p in zip(self.groups, weights, strict=True)}
+
+    # -- storage ----------------------------------------------------------------------------
+
+    def to_text(self) -> str:
+        """The router as one ASCII string (stores keep it as index metadata)."""
+        buffer = io.BytesIO()
+        terms = np.array(sorted(self.vocabulary, key=self.vocabulary.__getitem__), dtype=str)
+        np.savez_compressed(buffer, groups=np.array(self.groups, dtype=str), terms=terms,
+                            idf=self.idf, projection=self.projection, weights=self.weights,
+                            bias=self.bias, temperature=np.array(self.temperature))
+        return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+    @classmethod
+    def from_text(cls, text: str) -> GroupRouter:
+        with np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False) as data:
+            terms = [str(t) for t in data["terms"]]
+            return cls([str(g) for g in data["groups"]], {t: i for i, t in enumerate(terms)},
+                       data["idf"], data["projection"], data["weights"], data["bias"],
+                       float(data["temperature"]))
+
+
+def _held_out(labels: Sequence[str], share: int = 10) -> set[int]:
+    """Every ``share``-th example of each group that has at least three (deterministic)."""
+    by_group: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        by_group.setdefault(label, []).append(i)
+    held: set[int] = set()
+    for members in by_group.values():
+        if len(members) >= 3:
+            held.update(members[share - 1 :: share] or members[-1:])
+    return held if len(held) >= 20 else set()
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def _tfidf(tokens: Sequence[Sequence[str]], vocabulary: dict[str, int],
+           idf: Matrix) -> sparse.csr_matrix:
+    """Sublinear tf times idf, each row scaled to unit length (rows without terms stay 0)."""
+    rows: list[int] = []
+    cols: list[int] = []
+    values: list[float] = []
+    for row, doc in enumerate(tokens):
+        counts = Counter(vocabulary[t] for t in doc if t in vocabulary)
+        if not counts:
+            continue
+        weights = {col: (1 + math.log(tf)) * float(idf[col]) for col, tf in counts.items()}
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        for col, weight in weights.items():
+            rows.append(row)
+            cols.append(col)
+            values.append(weight / norm)
+    return sparse.csr_matrix((values, (rows, cols)), shape=(len(tokens), len(vocabulary)),
+                             dtype=np.float32)
+
+
+def _truncated_svd(matrix: sparse.csr_matrix, dims: int, oversample: int = 10,
+                   power: int = 4, seed: int = 0) -> Matrix:
+    """The top ``dims`` right singular vectors (terms x dims), by seeded randomized SVD
+    (Halko, Martinsson and Tropp), so the same examples always give the same router."""
+    rng = np.random.default_rng(seed)
+    columns = min(dims + oversample, min(matrix.shape))
+    sample = matrix @ rng.standard_normal((matrix.shape[1], columns)).astype(np.float32)
+    basis, _ = np.linalg.qr(sample)
+    for _ in range(power):
+        basis, _ = np.linalg.qr(matrix.T @ basis)
+        basis, _ = np.linalg.qr(matrix @ basis)
+    small = np.asarray((matrix.T @ basis).T)
+    _, _, right = np.linalg.svd(small, full_matrices=False)
+    return np.ascontiguousarray(right[:dims].T, dtype=np.float32)

@@ -6,7 +6,12 @@ so it lies in 0..1 and means the same for every request)::
 
     group_score = 0.75 * cosine + 0.25 * lexical        (x 0.5 when the quality filter demotes it)
 
-The best group is chosen when it clears ``group_threshold`` (0.35 by default, calibrated on the
+With two or more groups the index also holds a **group router** (``graph/router.py``): a linear
+discriminant fitted on every example of every group. It decides *which* group (its posterior is
+the ``router`` entry of the explanation); the similarity above decides *whether* that group fits.
+Without a router, the group with the best similarity is the choice.
+
+The chosen group is taken when it clears ``group_threshold`` (0.35 by default, calibrated on the
 bundled library; 0.20 for requests mostly in CJK script, see ``RetrievalConfig``) and beats the runner-up by ``group_margin``. It is then validated against the
 caller's context: all member skills must be available (else retrieval falls back, saying why);
 required inputs without a default must be known from the context, else they are listed as

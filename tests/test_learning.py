@@ -152,3 +152,29 @@ def test_groups_suggest_writes_reviewable_drafts(tmp_path: Path) -> None:
     files = sorted(p.name for p in (tmp_path / "drafts").iterdir())
     assert files == ["s1-s2-s3.yaml", "s4-s5.yaml"]
     assert "wrote" in out.getvalue() and "review them" in out.getvalue()
+
+
+def test_calibration_holds_out_rows_the_calibration_library_never_saw(tmp_path: Path,
+                                                                     encoder) -> None:  # type: ignore[no-untyped-def]
+    """The held-out rows must be unseen: not an example, and not inside any group's text (an
+    earlier version hid only the row's own example node, and every setting scored 97%)."""
+    from graph.embedded import EmbeddedStore
+    from graph.model import NodeKind
+    from runtime.bench import _build, read_dataset, split_history
+
+    dataset = read_dataset(BENCH)
+    history = [HistoryRow(str(i), f"{verb} the quarterly report number {i}.",
+                          ("s1", "s2", "s3") if i % 2 else ("s4", "s5"))
+               for i, verb in enumerate(["summarize", "chart"] * 30)]
+    fit_rows, held_out = split_history(history)
+    assert len(held_out) == 6 and len(fit_rows) == 54
+    assert {r.id for r in fit_rows}.isdisjoint(r.id for r in held_out)
+    assert split_history(history) == (fit_rows, held_out)  # seeded: the same split every run
+    store = _build(dataset, tmp_path / "calibration", "groups", fit_rows, encoder,
+                   lambda folder: EmbeddedStore(folder / "graph.sqlite"))[0]
+    texts = [n.text for n in store.nodes(NodeKind.GROUP)] + [
+        n.text for n in store.nodes(NodeKind.EXAMPLE)]
+    assert len(store.nodes(NodeKind.GROUP)) == 2
+    for row in held_out:
+        assert not any(row.request in text for text in texts), row.request
+    store.close()

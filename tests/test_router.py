@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from graph.embeddings import CachedEncoder
 from graph.embedded import EmbeddedStore
+from graph.embeddings import CachedEncoder
 from graph.indexer import index_library
 from graph.retrieval import Retriever
 from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
@@ -99,7 +99,7 @@ def test_index_stores_the_router_and_search_explains_it(encoder: CachedEncoder,
         "summarize the quarterly report PDF and email it to the team")
     assert toolbox.group is not None
     assert 0.0 < toolbox.group.explanation["router"] <= 1.0
-    assert [g for g, _ in toolbox.group_candidates][0] == toolbox.group.id
+    assert next(g for g, _ in toolbox.group_candidates) == toolbox.group.id
     store.close()
 
 

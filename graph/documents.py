@@ -114,12 +114,17 @@ def group_id(group: Group) -> str:
 EXAMPLE_PREFIX = "example:"
 
 
+def example_id(group_node_id: str, example: str) -> str:
+    """The node id of one example request of a group (from the group's node id)."""
+    digest = hashlib.sha256(example.strip().encode()).hexdigest()[:12]
+    return f"{EXAMPLE_PREFIX}{group_node_id.removeprefix(GROUP_PREFIX)}:{digest}"
+
+
 def example_records(group: Group) -> list[NodeRecord]:
     """One node per distinct example request of the group."""
     out = []
     for index, example in enumerate(dict.fromkeys(e.strip() for e in group.examples if e.strip())):
-        digest = hashlib.sha256(example.encode()).hexdigest()[:12]
-        out.append(NodeRecord(f"{EXAMPLE_PREFIX}{group.id}:{digest}", NodeKind.EXAMPLE,
+        out.append(NodeRecord(example_id(group_id(group), example), NodeKind.EXAMPLE,
                               f"{group.id} example {index + 1}", example,
                               _digest(example, group.id), {"group": group_id(group)}))
     return out

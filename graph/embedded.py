@@ -22,7 +22,7 @@ from graph.bm25 import BM25
 from graph.embeddings import Vectors
 from graph.errors import StoreError
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.text import tokenize
+from graph.text import query_tokens, tokenize
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS node (
@@ -200,7 +200,7 @@ class _KindIndex:
                        if with_vectors else np.zeros((0, dims), dtype=np.float32))
 
     def text_top(self, query: str, k: int) -> list[tuple[str, float]]:
-        tokens = tokenize(query)
+        tokens = query_tokens(query)
         best = self.bm25.max_score(tokens)
         if best <= 0:
             return []

@@ -61,7 +61,7 @@ from graph.cypher import Statement
 from graph.embeddings import Vectors
 from graph.errors import StoreError
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.text import tokenize
+from graph.text import query_tokens, tokenize
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 START_HINT = ("start one with `bash .ci/neo4j/server.sh start` (test server, no auth) or "
@@ -463,7 +463,7 @@ class Neo4jStore:
         """The embedded store's BM25 on our tokens: Lucene finds the candidates through the
         fulltext index, their scores are the embedded store's (see :mod:`graph.cypher`,
         "fulltext")."""
-        tokens = tokenize(query)
+        tokens = list(query_tokens(query))
         if not tokens or k <= 0:
             return []
         with self._errors("search text"):

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from graph.documents import example_id
 from graph.embeddings import Encoder
 from graph.model import EdgeKind, NodeKind, NodeRecord
 from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
@@ -240,69 +241,42 @@ class Retriever:
                     exclude: frozenset[str] = frozenset(), weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
         cfg = self.config
-        whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
-        examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
-                                exclude, weight)
-        per_group: dict[str, list[tuple[float, float, float, str]]] = {}
-        for eid, hit in examples.items():
-            record = self.store.node(eid)
-            gid = str(record.data.get("group", "")) if record else ""
-            if gid and record is not None:
-                per_group.setdefault(gid, []).append((*hit, record.text))
-        best_example: dict[str, tuple[float, float, float, str]] = {}
-        for gid, hits in per_group.items():
-            hits.sort(key=lambda h: -h[0])
-            top = hits[: cfg.example_top]
-            best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
-        if not whole and not best_example:
-            return None, "the library has no groups", []
-        scored: list[tuple[float, str, dict[str, Any]]] = []
-        for gid in set(whole) | set(best_example):
-            record = self.store.node(gid)
-            if record is None:
-                continue
-            score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, vector, weight)
-            explanation: dict[str, Any] = {"vector": round(cosine, 4),
-                                           "lexical": round(lexical, 4)}
-            if gid in best_example:
-                ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
-                explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
-                                          "lexical": round(ex_lex, 4)}
-                if cfg.whole_weight > 0:
-                    score = cfg.whole_weight * score + (1 - cfg.whole_weight) * ex_score
-                elif ex_score > score:
-                    score = ex_score
-                    explanation["matched"] = "example"
-            demoted = _demotion(record)
-            if demoted:
-                score *= cfg.demote_factor
-                explanation["demoted"] = demoted
-            explanation["score"] = round(score, 4)
-            scored.append((score, gid, explanation))
-        scored.sort(key=lambda t: (-t[0], t[1]))
         router = self._router()
+        confidence: float | None = None
         if router is None:
+            whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
+            examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
+                                    exclude, weight)
+            fits = self._group_fits(whole, examples, set(whole), vector, weight)
+            if not fits:
+                return None, "the library has no groups", []
+            scored = sorted(((score, gid, why) for gid, (score, why) in fits.items()),
+                            key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]
             best_score, best_id, explanation = scored[0]
             runner_up = scored[1][0] if len(scored) > 1 else 0.0
-            confidence = None
         else:
-            fits = {gid: (score, explanation) for score, gid, explanation in scored}
-            posterior = router.posterior(query, vector)
-            for gid in posterior:
-                if gid in fits and "demoted" in fits[gid][1]:
-                    posterior[gid] *= cfg.demote_factor
-            ranked = sorted(((p, gid) for gid, p in posterior.items() if gid not in exclude),
-                            key=lambda t: (-t[0], t[1]))
-            candidates = [(gid, round(p, 4)) for p, gid in ranked[:10]]
+            ranked = [(p, gid) for p, gid in router.top(query, vector, 10 + len(exclude))
+                      if gid not in exclude][:10]
+            demoted: dict[str, str] = {}
+            for index, (p, gid) in enumerate(ranked):
+                record = self.store.node(gid)
+                reason = _demotion(record) if record is not None else None
+                if reason:
+                    demoted[gid] = reason
+                    ranked[index] = (p * cfg.demote_factor, gid)
+            ranked.sort(key=lambda t: (-t[0], t[1]))
+            candidates = [(gid, round(p, 4)) for p, gid in ranked]
             confidence, best_id = ranked[0]
-            if best_id in fits:
-                best_score, explanation = fits[best_id]
-            else:
-                best_score, cosine, lexical = self._hybrid_one(best_id, vector, weight)
-                explanation = {"vector": round(cosine, 4), "lexical": round(lexical, 4),
-                               "score": round(best_score, 4)}
-            explanation = {**explanation, "router": round(confidence, 4)}
+            # Only the chosen group's similarity is needed (for the threshold): its examples
+            # are the only ones scored.
+            examples = self._examples_of(best_id, query, vector, exclude, weight)
+            lexical = dict(self.store.text_search(NodeKind.GROUP, query, cfg.candidates))
+            whole = {best_id: self._hybrid_one(best_id, vector, weight,
+                                               lexical.get(best_id, 0.0))}
+            fits = self._group_fits(whole, examples, set(), vector, weight, only=best_id)
+            best_score, explanation = fits[best_id]
+            explanation["router"] = round(confidence, 4)
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
         threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
         if best_score < threshold:
@@ -335,6 +309,71 @@ class Retriever:
             missing_inputs=missing, ready=not missing, explanation=explanation,
         ), None, candidates
 
+    def _examples_of(self, gid: str, query: str, vector: Any, exclude: frozenset[str],
+                     weight: float | None) -> dict[str, tuple[float, float, float]]:
+        """The hybrid scores of one group's examples (no search over every example: their
+        vectors are read by id, the lexical side from the usual BM25 candidates)."""
+        record = self.store.node(gid)
+        if record is None:
+            return {}
+        w = self.config.vector_weight if weight is None else weight
+        lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query,
+                                              self.config.example_candidates))
+        out: dict[str, tuple[float, float, float]] = {}
+        for text in record.data.get("examples", ()):
+            eid = example_id(gid, str(text))
+            stored = self.store.vector(eid) if eid not in exclude else None
+            if stored is None:
+                continue
+            cosine = float(stored @ vector)
+            lex = lexical.get(eid, 0.0)
+            out[eid] = (w * cosine + (1 - w) * lex, cosine, lex)
+        return out
+
+    def _group_fits(self, whole: Mapping[str, tuple[float, float, float]],
+                    examples: Mapping[str, tuple[float, float, float]], gids: set[str],
+                    vector: Any, weight: float | None, only: str | None = None,
+                    ) -> dict[str, tuple[float, dict[str, Any]]]:
+        """Group id -> (similarity, explanation): the better of the group's own text and its
+        best example (or their blend, see ``whole_weight``), halved when demoted. Scores the
+        groups in ``gids`` plus those with example hits, or only ``only``."""
+        cfg = self.config
+        per_group: dict[str, list[tuple[float, float, float, str]]] = {}
+        for eid, hit in examples.items():
+            record = self.store.node(eid)
+            gid = str(record.data.get("group", "")) if record else ""
+            if gid and record is not None and (only is None or gid == only):
+                per_group.setdefault(gid, []).append((*hit, record.text))
+        best_example: dict[str, tuple[float, float, float, str]] = {}
+        for gid, hits in per_group.items():
+            hits.sort(key=lambda h: -h[0])
+            top = hits[: cfg.example_top]
+            best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
+        out: dict[str, tuple[float, dict[str, Any]]] = {}
+        for gid in {only} if only is not None else gids | set(best_example):
+            record = self.store.node(gid)
+            if record is None:
+                continue
+            score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, vector, weight)
+            explanation: dict[str, Any] = {"vector": round(cosine, 4),
+                                           "lexical": round(lexical, 4)}
+            if gid in best_example:
+                ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
+                explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
+                                          "lexical": round(ex_lex, 4)}
+                if cfg.whole_weight > 0:
+                    score = cfg.whole_weight * score + (1 - cfg.whole_weight) * ex_score
+                elif ex_score > score:
+                    score = ex_score
+                    explanation["matched"] = "example"
+            demoted = _demotion(record)
+            if demoted:
+                score *= cfg.demote_factor
+                explanation["demoted"] = demoted
+            explanation["score"] = round(score, 4)
+            out[gid] = (score, explanation)
+        return out
+
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
                 exclude: frozenset[str] = frozenset(), weight: float | None = None,
                 ) -> dict[str, tuple[float, float, float]]:
@@ -352,11 +391,12 @@ class Retriever:
             out[nid] = (w * cosine + (1 - w) * lex, cosine, lex)
         return out
 
-    def _hybrid_one(self, nid: str, vector: Any, weight: float | None,
+    def _hybrid_one(self, nid: str, vector: Any, weight: float | None, lexical: float = 0.0,
                     ) -> tuple[float, float, float]:
         stored = self.store.vector(nid)
         cosine = float(stored @ vector) if stored is not None else 0.0
-        return (self.config.vector_weight if weight is None else weight) * cosine, cosine, 0.0
+        w = self.config.vector_weight if weight is None else weight
+        return w * cosine + (1 - w) * lexical, cosine, lexical
 
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
         out = []
@@ -374,35 +414,34 @@ class Retriever:
     def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
                      weight: float | None = None) -> list[ScoredSkill]:
         cfg = self.config
-        fused: dict[str, float] = {}
-        explain: dict[str, dict[str, Any]] = {}
         skill_weight = cfg.skill_vector_weight if weight is None else weight
+        recent = set(context.recent_skills)
+        scored: list[tuple[float, str, NodeRecord, float, float, str | None]] = []
         for sid, (score, cosine, lex) in self._hybrid(NodeKind.SKILL, query, vector,
                                                       cfg.candidates,
                                                       weight=skill_weight).items():
-            fused[sid] = score
-            explain[sid] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
-        recent = set(context.recent_skills)
-        out: list[ScoredSkill] = []
-        for sid, raw in fused.items():
             record = self.store.node(sid)
             if record is None:
                 continue
-            score = raw
-            notes = explain[sid]
             if record.name in recent or sid in recent:
                 score += cfg.recent_boost
-                notes["recently_used"] = True
             demoted = _demotion(record)
             if demoted:
                 score *= cfg.demote_factor
+            scored.append((round(score, 4), record.name, record, cosine, lex, demoted))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        out: list[ScoredSkill] = []
+        for score, name, record, cosine, lex, demoted in scored[:k]:
+            notes: dict[str, Any] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
+            if name in recent or record.id in recent:
+                notes["recently_used"] = True
+            if demoted:
                 notes["demoted"] = demoted
-            notes["score"] = round(score, 4)
-            out.append(ScoredSkill(sid, record.name, round(score, 4),
+            notes["score"] = score
+            out.append(ScoredSkill(record.id, name, score,
                                    str(record.data.get("description", "")),
                                    bool(record.data.get("available", True)), notes))
-        out.sort(key=lambda s: (-s.score, s.name))
-        return out[:k]
+        return out
 
     def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
         if not skills:
@@ -414,7 +453,8 @@ class Retriever:
 
     def _suggest(self, anchors: Sequence[str], exclude: set[str]) -> list[Suggestion]:
         weights: dict[str, float] = {}
-        reasons: dict[str, list[str]] = {}
+        # Reasons are kept as parts and worded only for the suggestions that are shown.
+        reasons: dict[str, list[tuple[str, str, str]]] = {}
         names: dict[str, str] = {}
         for anchor in anchors[:3]:
             anchor_record = self.store.node(anchor)
@@ -424,32 +464,44 @@ class Retriever:
                     for member in other.data.get("members", ()):
                         if member == anchor or member in exclude:
                             continue
-                        record = self.store.node(member)
-                        if record is None:
-                            continue
-                        names[member] = record.name
+                        if member not in names:
+                            record = self.store.node(member)
+                            if record is None:
+                                continue
+                            names[member] = record.name
                         weights[member] = weights.get(member, 0.0) + 0.5
-                        reasons.setdefault(member, []).append(
-                            f"in group '{other.name}' with {anchor_name}")
+                        reasons.setdefault(member, []).append(("group", other.name,
+                                                               anchor_name))
                     continue
                 if other.id in exclude:
                     continue
                 names[other.id] = other.name
                 if edge.kind is EdgeKind.CO_USED:
-                    bump, why = 1.0 + edge.weight, f"used with {anchor_name} {edge.weight:g}x"
+                    bump, why = 1.0 + edge.weight, ("co_used", f"{edge.weight:g}", anchor_name)
                 elif edge.kind is EdgeKind.FLOWS_TO:
                     arrow = "after" if edge.dst == other.id else "before"
-                    bump, why = 1.0, f"runs {arrow} {anchor_name} in a group"
+                    bump, why = 1.0, ("flows", arrow, anchor_name)
                 elif edge.kind is EdgeKind.SIMILAR_TO:
-                    bump, why = edge.weight * 0.5, f"similar to {anchor_name} ({edge.weight:.2f})"
+                    bump, why = edge.weight * 0.5, ("similar", f"{edge.weight:.2f}", anchor_name)
                 else:
                     continue
                 weights[other.id] = weights.get(other.id, 0.0) + bump
                 reasons.setdefault(other.id, []).append(why)
         ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
         return [Suggestion(sid, names[sid], round(w, 3),
-                           "; ".join(list(dict.fromkeys(reasons[sid]))[:3]))
+                           "; ".join(list(dict.fromkeys(_reason(r) for r in reasons[sid]))[:3]))
                 for sid, w in ranked[: self.config.suggestions]]
+
+
+def _reason(parts: tuple[str, str, str]) -> str:
+    kind, detail, anchor = parts
+    if kind == "group":
+        return f"in group '{detail}' with {anchor}"
+    if kind == "co_used":
+        return f"used with {anchor} {detail}x"
+    if kind == "flows":
+        return f"runs {detail} {anchor} in a group"
+    return f"similar to {anchor} ({detail})"
 
 
 def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:

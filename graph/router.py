@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-from graph.text import tokenize
+from graph.text import query_tokens, tokenize
 
 Matrix = npt.NDArray[np.float32]
 
@@ -137,8 +137,16 @@ class GroupRouter:
     # -- scoring ----------------------------------------------------------------------------
 
     def features(self, text: str, vector: Matrix) -> Matrix:
-        tfidf = _tfidf([tokenize(text)], self.vocabulary, self.idf)
-        lexical = np.asarray(tfidf @ self.projection, dtype=np.float32).reshape(-1)
+        # One text: its few known terms pick rows of the projection (no sparse matrix needed).
+        counts = Counter(self.vocabulary[t] for t in query_tokens(text)
+                         if t in self.vocabulary)
+        lexical = np.zeros(self.projection.shape[1], dtype=np.float32)
+        if counts:
+            cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
+            tf = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
+            weights = (1 + np.log(tf)) * self.idf[cols]
+            weights /= np.linalg.norm(weights)
+            lexical = weights @ self.projection[cols]
         return np.concatenate([np.asarray(vector, dtype=np.float32).reshape(-1), lexical])
 
     def scores(self, text: str, vector: Matrix) -> npt.NDArray[np.float64]:
@@ -146,13 +154,24 @@ class GroupRouter:
         out = self.features(text, vector) @ self.weights + self.bias
         return np.asarray(out, dtype=np.float64)
 
-    def posterior(self, text: str, vector: Matrix) -> dict[str, float]:
-        """Group id -> probability that the request belongs to it (summing to 1)."""
+    def probabilities(self, text: str, vector: Matrix) -> npt.NDArray[np.float64]:
+        """The posterior over ``self.groups`` (summing to 1)."""
         scores = self.scores(text, vector) / self.temperature
-        scores = scores - scores.max()
-        weights = np.exp(scores.astype(np.float64))
-        weights /= weights.sum()
-        return {g: float(p) for g, p in zip(self.groups, weights, strict=True)}
+        weights = np.exp(scores - scores.max())
+        return np.asarray(weights / weights.sum(), dtype=np.float64)
+
+    def posterior(self, text: str, vector: Matrix) -> dict[str, float]:
+        """Group id -> probability that the request belongs to it."""
+        return {g: float(p) for g, p in zip(self.groups, self.probabilities(text, vector),
+                                            strict=True)}
+
+    def top(self, text: str, vector: Matrix, n: int) -> list[tuple[float, str]]:
+        """The ``n`` likeliest groups as (probability, id), likeliest first."""
+        probabilities = self.probabilities(text, vector)
+        n = min(n, len(probabilities))
+        part = np.argpartition(-probabilities, n - 1)[:n]
+        order = sorted(part, key=lambda i: (-probabilities[i], self.groups[i]))
+        return [(float(probabilities[i]), self.groups[i]) for i in order]
 
     # -- storage ----------------------------------------------------------------------------
 

@@ -69,6 +69,13 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return tokens
 
 
+@lru_cache(maxsize=256)
+def query_tokens(text: str) -> tuple[str, ...]:
+    """``tokenize`` for a request, remembered: one search reads the same request several times
+    (groups, examples, skills, the router)."""
+    return tuple(tokenize(text))
+
+
 def cjk_share(text: str) -> float:
     """The share of a text's letters that are CJK characters."""
     letters = [ch for ch in text if ch.isalpha()]

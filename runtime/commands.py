@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TextIO
 
 from graph.documents import GROUP_PREFIX
 from graph.embedded import EmbeddedStore
-from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
+from graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
 from graph.errors import IndexMissingError
 from graph.export import to_dot, to_mermaid
 from graph.indexer import index_library
@@ -36,7 +36,8 @@ def cache_path() -> Path:
 
 
 def make_encoder(args: argparse.Namespace) -> CachedEncoder:
-    return CachedEncoder(SentenceTransformerEncoder(args.model), EmbeddingCache(cache_path()))
+    return CachedEncoder(default_encoder(args.model, cache_path().parent),
+                         EmbeddingCache(cache_path()))
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> GraphStore:

@@ -120,7 +120,13 @@ class OnnxEncoder:
                 from tokenizers import Tokenizer
 
                 if not self.onnx_path.exists():
-                    _export_onnx(self.path, self.onnx_path)
+                    try:
+                        _export_onnx(self.path, self.onnx_path)
+                    except OSError as exc:
+                        raise ModelError(
+                            f"cannot write the ONNX export to {self.onnx_path}: {exc.strerror}"
+                            " (set SKILLGROVE_CACHE to a writable folder, or "
+                            "SKILLGROVE_ENCODER=torch)") from exc
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1

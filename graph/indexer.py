@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ import numpy as np
 from graph.documents import example_records, group_record, skill_record
 from graph.embeddings import Encoder, Vectors
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
+from graph.router import GENERATION_KEY, ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
 from graph.store import GraphStore
 from groups.library import Library
 
@@ -105,6 +106,16 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     return nodes, vectors, edges
 
 
+def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge]) -> str:
+    """A digest of the indexed content: the same library gives the same value."""
+    hasher = hashlib.sha256()
+    for node in sorted(nodes, key=lambda n: n.id):
+        hasher.update(f"{node.id}\0{node.content_hash}\n".encode())
+    for edge in sorted(edges, key=lambda e: (e.kind.value, e.src, e.dst)):
+        hasher.update(f"{edge.kind.value}\0{edge.src}\0{edge.dst}\0{edge.weight}\n".encode())
+    return hasher.hexdigest()[:16]
+
+
 def fit_router(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
                ) -> GroupRouter | None:
     """The group router, fitted on each group's examples and its own text (None with fewer than
@@ -140,6 +151,7 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     # The router, then its digest: readers reload once the digest changes.
     store.set_meta(ROUTER_KEY, text)
     store.set_meta(ROUTER_DIGEST_KEY, digest(text) if text else "")
+    store.set_meta(GENERATION_KEY, generation(nodes, edges))
     store.set_meta("model", encoder.name)
     store.set_meta("roots", "\n".join(str(r) for r in library.roots))
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),

@@ -37,7 +37,7 @@ from typing import Any
 from graph.documents import example_id
 from graph.embeddings import Encoder
 from graph.model import EdgeKind, NodeKind, NodeRecord
-from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
+from graph.router import GENERATION_KEY, ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from graph.store import GraphStore
 from graph.text import cjk_share
 
@@ -158,6 +158,20 @@ class Retriever:
         self.encoder = encoder
         self.config = config
         self._loaded_router: tuple[str, GroupRouter | None] = ("", None)
+        self._memo: tuple[str, dict[Any, Any]] = ("", {})
+
+    def _memory(self) -> dict[Any, Any] | None:
+        """Derived data remembered while the index stays the same (suggestions of a set of
+        anchors, a group's example ids); None for a store not written by ``index_library``."""
+        generation = self.store.get_meta(GENERATION_KEY)
+        if not generation:
+            return None
+        if generation != self._memo[0]:
+            self._memo = (generation, {})
+        memo = self._memo[1]
+        if len(memo) > 4096:
+            memo.clear()
+        return memo
 
     def _router(self) -> GroupRouter | None:
         """The index's group router, reloaded when a new index replaced it."""
@@ -185,7 +199,14 @@ class Retriever:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
         anchors = list(group.members) if group is not None else list(selected)
-        suggestions = self._suggest(anchors, exclude=set(anchors))
+        memo = self._memory()
+        key = ("suggest", tuple(anchors))
+        if memo is not None and key in memo:
+            suggestions = memo[key]
+        else:
+            suggestions = self._suggest(anchors, exclude=set(anchors))
+            if memo is not None:
+                memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000)
@@ -320,8 +341,13 @@ class Retriever:
         lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query,
                                               self.config.example_candidates))
         out: dict[str, tuple[float, float, float]] = {}
-        for text in record.data.get("examples", ()):
-            eid = example_id(gid, str(text))
+        memo = self._memory()
+        eids = memo.get(("examples", gid)) if memo is not None else None
+        if eids is None:
+            eids = [example_id(gid, str(text)) for text in record.data.get("examples", ())]
+            if memo is not None:
+                memo[("examples", gid)] = eids
+        for eid in eids:
             stored = self.store.vector(eid) if eid not in exclude else None
             if stored is None:
                 continue

@@ -39,6 +39,9 @@ Matrix = npt.NDArray[np.float32]
 
 ROUTER_KEY = "group_router"
 ROUTER_DIGEST_KEY = "group_router_digest"
+GENERATION_KEY = "index_generation"
+"""Metadata naming the indexed content (a digest of every node and edge): readers may remember
+anything derived from the graph while it stays the same."""
 LSA_DIMS = 128
 SHRINKAGE = 0.05
 """Share of the pooled covariance replaced by its average variance (Ledoit-Wolf style

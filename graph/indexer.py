@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
 from graph.documents import example_records, group_record, skill_record
 from graph.embeddings import Encoder, Vectors
+from graph.learning import HistoryRow, QualityStats, co_use_weights, quality_from_runs
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
 from graph.router import GENERATION_KEY, ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
 from graph.store import GraphStore
@@ -64,12 +67,52 @@ def co_used_edges(groups: Sequence[Sequence[str]],
     return [Edge(EdgeKind.CO_USED, a, b, float(w)) for (a, b), w in sorted(weights.items())]
 
 
+def runs_as_history(runs: Iterable[Mapping[str, Any]], ids_by_name: Mapping[str, str],
+                    ) -> list[HistoryRow]:
+    """Run records as history rows: the skills each run really ran (by id), in start order."""
+    rows = []
+    for run in runs:
+        steps = [s for s in run.get("steps", ()) if s.get("kind") == "skill"
+                 and s.get("status") == "success" and s.get("target") in ids_by_name]
+        steps.sort(key=lambda s: s.get("started_at") or 0.0)
+        rows.append(HistoryRow(str(run.get("id")), str(run.get("request") or ""),
+                               tuple(ids_by_name[s["target"]] for s in steps),
+                               succeeded=run.get("status") == "success"))
+    return rows
+
+
+def with_quality(records: Sequence[NodeRecord], stats: Mapping[str, QualityStats],
+                 ) -> list[NodeRecord]:
+    """Records carrying their run statistics (``data["stats"]``), which the retriever's quality
+    filter reads; skills are keyed by name, groups by ``group:<id>``."""
+    out = []
+    for record in records:
+        found = stats.get(record.id if record.kind is NodeKind.GROUP else record.name)
+        if found is None:
+            out.append(record)
+            continue
+        data = {**record.data, "stats": found.to_dict()}
+        content = hashlib.sha256((record.content_hash + json.dumps(data["stats"], sort_keys=True)
+                                  ).encode()).hexdigest()
+        out.append(replace(record, content_hash=content, data=data))
+    return out
+
+
 def build_graph(library: Library, encoder: Encoder, progress: Progress | None = None,
                 co_use: Mapping[tuple[str, str], float] | None = None,
+                runs: Sequence[Mapping[str, Any]] = (),
                 ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge]]:
+    """``runs`` are run-record dicts (``graph.runlog``): their statistics feed the quality
+    filter, and the skills each run used together add to CO_USED."""
     skills = library.catalog.active
     skill_nodes = [skill_record(s) for s in skills.values()]
     group_nodes = [group_record(g, skills) for g in library.groups.values()]
+    if runs:
+        stats = quality_from_runs(runs)
+        skill_nodes = with_quality(skill_nodes, stats)
+        group_nodes = with_quality(group_nodes, stats)
+        ran = co_use_weights(runs_as_history(runs, {s.name: s.id for s in skills.values()}))
+        co_use = {**ran, **{k: v + ran.get(k, 0.0) for k, v in (co_use or {}).items()}}
     example_nodes = [e for g in library.groups.values() for e in example_records(g)]
     nodes = skill_nodes + group_nodes + example_nodes
     vectors: dict[str, Vectors] = {}
@@ -141,10 +184,11 @@ def fit_router(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
 
 def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   progress: Progress | None = None,
-                  co_use: Mapping[tuple[str, str], float] | None = None) -> IndexResult:
+                  co_use: Mapping[tuple[str, str], float] | None = None,
+                  runs: Sequence[Mapping[str, Any]] = ()) -> IndexResult:
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
-    nodes, vectors, edges = build_graph(library, encoder, progress, co_use)
+    nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs)
     report = store.sync(nodes, vectors, edges)
     router = fit_router(nodes, vectors)
     text = router.to_text() if router is not None else ""

@@ -77,8 +77,10 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         out.write(diagnostic.format() + "\n")
     store = open_store(args, create=True)
     encoder = make_encoder(args)
+    runs = _recorded_runs(args)
     try:
-        result = index_library(library, store, encoder, _Progress(sys.stderr, not args.quiet))
+        result = index_library(library, store, encoder, _Progress(sys.stderr, not args.quiet),
+                               runs=runs)
     finally:
         store.close()
     report = result.report
@@ -93,6 +95,18 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{len(library.errors)} errors: the skills and groups they concern were left "
                   "out (see `skillgrove check`)\n")
     return 0
+
+
+def _recorded_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every run in the index folder's run log (quality statistics and co-use learn from
+    them); none when nothing has run yet."""
+    if not (index_dir(args) / "runs.sqlite").exists():
+        return []
+    log = run_log_for(args)
+    try:
+        return [run.to_dict() for run in log.list(limit=1_000_000)]
+    finally:
+        log.close()
 
 
 def load_context(path: Path | None) -> RequestContext:
@@ -134,6 +148,8 @@ def render_toolbox(toolbox: Toolbox) -> str:
                      f"score {group.score:.2f} (vector {ex['vector']:.2f}, lexical "
                      f"{ex['lexical']:.2f})  {state}")
         lines.append("  steps: " + " -> ".join(group.member_names))
+        if "demoted" in ex:
+            lines.append(f"  demoted by the quality filter: {ex['demoted']}")
     else:
         lines.append(f"No group: {toolbox.fallback_reason}")
     lines.append("")
@@ -143,6 +159,8 @@ def render_toolbox(toolbox: Toolbox) -> str:
         avail = "" if skill.available else "  [unavailable]"
         desc = skill.description.replace("\n", " ")
         desc = desc[:60] + ("..." if len(desc) > 60 else "")
+        if "demoted" in skill.explanation:
+            avail += f"  [demoted: {skill.explanation['demoted']}]"
         lines.append(f"{rank:>3}{mark} {skill.score:5.2f}  {skill.name[:32]:<32} {desc}{avail}")
     if toolbox.suggestions:
         lines.append("")

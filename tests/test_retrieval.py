@@ -259,3 +259,54 @@ def test_close_runner_up_groups_lead_the_single_skill_ranking(encoder: CachedEnc
         chosen, [("group:abc", 0.60), ("group:abd", 0.58), ("group:ae", 0.30)], ranked, 10)
     assert [s.id for s in out] == ["d", "e", "c"]  # abd is close (0.58 >= 0.54); ae is not
     assert out[0].explanation["runner_up_group"] == {"id": "group:abd", "score": 0.58}
+
+
+def test_index_learns_quality_and_co_use_from_the_run_log(tmp_path: Path) -> None:
+    """Runs recorded in the index folder feed the quality filter and CO_USED at the next
+    `skillgrove index`, and the toolbox says what was demoted."""
+    from io import StringIO
+
+    from graph.runlog import RunRecord, SqliteRunLog, StepRecord
+    from runtime.cli import main
+
+    root = copy_fixture_library(tmp_path / "lib")
+    index = tmp_path / "index"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    assert main(["index", str(root), "--index", str(index), "-q"], StringIO()) == 0
+    store = EmbeddedStore(index / "graph.sqlite")
+    ids = {n.name: n.id for n in store.nodes(NodeKind.SKILL)}
+    before = {(e.src, e.dst): e.weight for e in store.edges(EdgeKind.CO_USED)}
+    store.close()
+
+    log = SqliteRunLog(index / "runs.sqlite")
+    for number in range(3):  # kpi-report failed three times, at the chart step
+        log.record(RunRecord(
+            f"run-{number}", "kpi-report", "failure", {}, {}, {},
+            (StepRecord("stats", "csv-stats", "skill", "success", started_at=1.0),
+             StepRecord("chart", "make-chart", "skill", "failure", started_at=2.0),
+             StepRecord("mail", "send-email", "skill", "skipped")),
+            started_at=float(number), seconds=1.0, request="weekly KPI mail"))
+    log.record(RunRecord("run-ok", "report-analysis", "success", {}, {}, {},
+                         (StepRecord("t", "translate-text", "skill", "success", started_at=1.0),
+                          StepRecord("s", "summarize-text", "skill", "success",
+                                     started_at=2.0)),
+                         started_at=5.0, seconds=1.0))
+    log.close()
+    assert main(["index", str(root), "--index", str(index), "-q"], StringIO()) == 0
+
+    store = EmbeddedStore(index / "graph.sqlite")
+    group = store.node("group:kpi-report")
+    assert group is not None and group.data["stats"] == {
+        "selected": 3, "succeeded": 0, "failed": 3, "fallbacks": 0}
+    chart = next(n for n in store.nodes(NodeKind.SKILL) if n.name == "make-chart")
+    assert chart.data["stats"]["failed"] == 3
+    after = {(e.src, e.dst): e.weight for e in store.edges(EdgeKind.CO_USED)}
+    pair = tuple(sorted((ids["translate-text"], ids["summarize-text"])))
+    assert after[pair] == before.get(pair, 0.0) + 1.0  # ran together once
+    store.close()
+
+    out = StringIO()
+    assert main(["search", "compute KPI statistics from the weekly CSV, chart them and mail "
+                 "the team", "--index", str(index)], out) == 0
+    assert "demoted" in out.getvalue()
+    assert "selected 3 times, never succeeded" in out.getvalue()

@@ -146,7 +146,10 @@ class OnnxEncoder:
         session, tokenizer = self._load()
         out = []
         for start in range(0, len(texts), self.batch_size):
-            batch = tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
+            chunk = list(texts[start : start + self.batch_size])
+            # One text (a search request) skips the batch machinery and its thread pool.
+            batch = [tokenizer.encode(chunk[0])] if len(chunk) == 1 else tokenizer.encode_batch(
+                chunk)
             feeds = {
                 "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
                 "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),

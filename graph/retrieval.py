@@ -338,8 +338,7 @@ class Retriever:
         if record is None:
             return {}
         w = self.config.vector_weight if weight is None else weight
-        lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query,
-                                              self.config.example_candidates))
+        lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query, self.config.candidates))
         out: dict[str, tuple[float, float, float]] = {}
         memo = self._memory()
         eids = memo.get(("examples", gid)) if memo is not None else None

@@ -78,6 +78,11 @@ class RetrievalConfig:
     demote_factor: float = 0.5
     router_min_confidence: float = 0.0
     """With a group router, the chosen group must hold at least this share of its belief."""
+    fast_route_confidence: float = 2.0
+    """With a router whose words alone are at least this sure, the request is answered without
+    embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
+    ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
+    accurate as the full one on the requests it takes."""
     runner_up_min: float = 0.01
     """With a group router, skills of other groups whose combined belief reaches this share
     follow the chosen group's members in the ranking, likeliest first."""
@@ -190,11 +195,18 @@ class Retriever:
         query = request
         if context.conversation:
             query = request + "\n" + " ".join(context.conversation[-2:])
-        vector = self.encoder.encode([query])[0]
-        weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
-        group, reason, candidates = self._group_tier(request, query, vector, context, exclude,
-                                                     weight)
-        skills = self._atomic_tier(query, vector, context, k, weight)
+        fast = self._fast_route(query, context, exclude)
+        group: GroupChoice | None
+        reason: str | None = None
+        if fast is not None:
+            group, candidates = fast
+            skills = self._lexical_skills(query, context, k)
+        else:
+            vector = self.encoder.encode([query])[0]
+            weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
+            group, reason, candidates = self._group_tier(request, query, vector, context,
+                                                         exclude, weight)
+            skills = self._atomic_tier(query, vector, context, k, weight)
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
@@ -210,6 +222,66 @@ class Retriever:
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000)
+
+    def _fast_route(self, query: str, context: RequestContext, exclude: frozenset[str],
+                    ) -> tuple[GroupChoice, list[tuple[str, float]]] | None:
+        """The group, chosen from the request's words alone, when the router's lexical half is
+        at least ``fast_route_confidence`` sure: the request is then never embedded.
+
+        Only where every request is routed to a group (``group_threshold`` not above 0: the
+        similarity bar needs the embedding) and the chosen group needs no second look
+        (not demoted, every member available); anything else takes the full path."""
+        cfg = self.config
+        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0 or exclude:
+            return None
+        router = self._router()
+        if router is None or router.lexical is None:
+            return None
+        ranked = router.lexical_top(query, 10)
+        confidence, best_id = ranked[0]
+        if confidence < cfg.fast_route_confidence:
+            return None
+        record = self.store.node(best_id)
+        if record is None or _demotion(record) or self._unavailable_members(record):
+            return None
+        missing = tuple(_missing_inputs(record, context))
+        explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical",
+                                       "threshold": cfg.group_threshold}
+        if missing:
+            explanation["missing_inputs"] = list(missing)
+        data = record.data
+        choice = GroupChoice(
+            id=record.id, name=record.name, score=round(confidence, 4),
+            members=tuple(data.get("members", ())),
+            member_names=tuple(data.get("member_names", ())),
+            edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
+            missing_inputs=missing, ready=not missing, explanation=explanation)
+        return choice, [(gid, round(p, 4)) for p, gid in ranked]
+
+    def _lexical_skills(self, query: str, context: RequestContext, k: int,
+                        ) -> list[ScoredSkill]:
+        """Single skills by BM25 alone (the fast route has no embedding)."""
+        recent = set(context.recent_skills)
+        out = []
+        for sid, lexical in self.store.text_search(NodeKind.SKILL, query, k):
+            record = self.store.node(sid)
+            if record is None:
+                continue
+            notes: dict[str, Any] = {"lexical": round(lexical, 4)}
+            score = lexical
+            if record.name in recent or sid in recent:
+                score += self.config.recent_boost
+                notes["recently_used"] = True
+            demoted = _demotion(record)
+            if demoted:
+                score *= self.config.demote_factor
+                notes["demoted"] = demoted
+            notes["score"] = round(score, 4)
+            out.append(ScoredSkill(sid, record.name, round(score, 4),
+                                   str(record.data.get("description", "")),
+                                   bool(record.data.get("available", True)), notes))
+        out.sort(key=lambda s: (-s.score, s.name))
+        return out
 
     def _close_runner_ups_first(self, group: GroupChoice,
                                 candidates: Sequence[tuple[str, float]],

@@ -28,6 +28,7 @@ import io
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,8 @@ MIN_TERM_DOCS = 2
 class GroupRouter:
     def __init__(self, groups: Sequence[str], vocabulary: dict[str, int], idf: Matrix,
                  projection: Matrix, weights: Matrix, bias: Matrix,
-                 temperature: float = 1.0) -> None:
+                 temperature: float = 1.0,
+                 lexical: tuple[Matrix, Matrix, float] | None = None) -> None:
         self.groups = tuple(groups)
         self.vocabulary = vocabulary
         self.idf = idf
@@ -61,6 +63,9 @@ class GroupRouter:
         self.weights = weights
         self.bias = bias
         self.temperature = temperature
+        self.lexical = lexical
+        """The same discriminant on the words alone (weights, bias, temperature): it can
+        answer before the request is embedded (see ``lexical_top``)."""
 
     # -- fitting ----------------------------------------------------------------------------
 
@@ -80,16 +85,22 @@ class GroupRouter:
             keep = [i for i in range(len(labels)) if i not in held]
             probe = cls._fit([labels[i] for i in keep], [texts[i] for i in keep],
                              np.asarray(vectors)[keep], lsa_dims, shrinkage)
-            router.temperature = probe._temperature([labels[i] for i in held],
-                                                    [texts[i] for i in held],
-                                                    np.asarray(vectors)[sorted(held)])
+            held_labels = [labels[i] for i in held]
+            held_texts = [texts[i] for i in held]
+            held_vectors = np.asarray(vectors)[sorted(held)]
+            router.temperature = probe._temperature(held_labels, held_texts, held_vectors)
+            if router.lexical is not None and probe.lexical is not None:
+                weights, bias, _ = router.lexical
+                router.lexical = (weights, bias, probe._temperature(
+                    held_labels, held_texts, held_vectors, lexical=True))
         return router
 
     def _temperature(self, labels: Sequence[str], texts: Sequence[str], vectors: Matrix,
-                     ) -> float:
+                     lexical: bool = False) -> float:
         """The temperature that minimises the held-out examples' negative log-likelihood."""
         index = {g: i for i, g in enumerate(self.groups)}
-        rows = [(index[label], self.scores(text, vector))
+        rows = [(index[label], self.lexical_scores(text) if lexical
+                 else self.scores(text, vector))
                 for label, text, vector in zip(labels, texts, vectors, strict=True)
                 if label in index]
         best, best_loss = 1.0, math.inf
@@ -123,23 +134,22 @@ class GroupRouter:
                               np.asarray(tfidf @ projection, dtype=np.float64)])
         index = {g: i for i, g in enumerate(groups)}
         y = np.array([index[label] for label in labels])
-        means = np.zeros((len(groups), features.shape[1]))
-        np.add.at(means, y, features)
-        means /= np.bincount(y, minlength=len(groups))[:, None]
-        within = features - means[y]
-        covariance = within.T @ within / max(n - len(groups), 1)
-        dimension = features.shape[1]
-        average = float(np.trace(covariance)) / dimension
-        covariance = (1 - shrinkage) * covariance + (shrinkage * average + 1e-6) * np.eye(
-            dimension)
-        weights = np.linalg.solve(covariance, means.T)
-        bias = -0.5 * np.einsum("gd,dg->g", means, weights)
-        return cls(groups, vocabulary, idf, projection.astype(np.float32),
-                   weights.astype(np.float32), bias.astype(np.float32))
+        weights, bias = _discriminant(features, y, len(groups), shrinkage)
+        lexical = None
+        if dims >= 1:
+            lexical_weights, lexical_bias = _discriminant(
+                features[:, -projection.shape[1]:], y, len(groups), shrinkage)
+            lexical = (lexical_weights, lexical_bias, 1.0)
+        return cls(groups, vocabulary, idf, projection.astype(np.float32), weights, bias,
+                   lexical=lexical)
 
     # -- scoring ----------------------------------------------------------------------------
 
     def features(self, text: str, vector: Matrix) -> Matrix:
+        return np.concatenate([np.asarray(vector, dtype=np.float32).reshape(-1),
+                               self._lexical_features(text)])
+
+    def _lexical_features(self, text: str) -> Matrix:
         # One text: its few known terms pick rows of the projection (no sparse matrix needed).
         counts = Counter(self.vocabulary[t] for t in query_tokens(text)
                          if t in self.vocabulary)
@@ -150,7 +160,19 @@ class GroupRouter:
             weights = (1 + np.log(tf)) * self.idf[cols]
             weights /= np.linalg.norm(weights)
             lexical = weights @ self.projection[cols]
-        return np.concatenate([np.asarray(vector, dtype=np.float32).reshape(-1), lexical])
+        return np.asarray(lexical, dtype=np.float32)
+
+    def lexical_scores(self, text: str) -> npt.NDArray[np.float64]:
+        if self.lexical is None:
+            raise ValueError("this router has no lexical discriminant")
+        weights, bias, _ = self.lexical
+        out = self._lexical_features(text) @ weights + bias
+        return np.asarray(out, dtype=np.float64)
+
+    def lexical_top(self, text: str, n: int) -> list[tuple[float, str]]:
+        """Like ``top``, from the request's words alone (no embedding needed)."""
+        assert self.lexical is not None
+        return self._top(self.lexical_scores(text) / self.lexical[2], n)
 
     def scores(self, text: str, vector: Matrix) -> npt.NDArray[np.float64]:
         """The raw discriminant scores, one per group (in ``self.groups`` order)."""
@@ -170,7 +192,11 @@ class GroupRouter:
 
     def top(self, text: str, vector: Matrix, n: int) -> list[tuple[float, str]]:
         """The ``n`` likeliest groups as (probability, id), likeliest first."""
-        probabilities = self.probabilities(text, vector)
+        return self._top(self.scores(text, vector) / self.temperature, n)
+
+    def _top(self, scaled: npt.NDArray[np.float64], n: int) -> list[tuple[float, str]]:
+        weights = np.exp(scaled - scaled.max())
+        probabilities = weights / weights.sum()
         n = min(n, len(probabilities))
         part = np.argpartition(-probabilities, n - 1)[:n]
         order = sorted(part, key=lambda i: (-probabilities[i], self.groups[i]))
@@ -182,18 +208,26 @@ class GroupRouter:
         """The router as one ASCII string (stores keep it as index metadata)."""
         buffer = io.BytesIO()
         terms = np.array(sorted(self.vocabulary, key=self.vocabulary.__getitem__), dtype=str)
-        np.savez_compressed(buffer, groups=np.array(self.groups, dtype=str), terms=terms,
-                            idf=self.idf, projection=self.projection, weights=self.weights,
-                            bias=self.bias, temperature=np.array(self.temperature))
+        arrays: dict[str, Any] = {
+            "groups": np.array(self.groups, dtype=str), "terms": terms, "idf": self.idf,
+            "projection": self.projection, "weights": self.weights, "bias": self.bias,
+            "temperature": np.array(self.temperature)}
+        if self.lexical is not None:
+            arrays.update(lexical_weights=self.lexical[0], lexical_bias=self.lexical[1],
+                          lexical_temperature=np.array(self.lexical[2]))
+        np.savez_compressed(buffer, **arrays)
         return base64.b64encode(buffer.getvalue()).decode("ascii")
 
     @classmethod
     def from_text(cls, text: str) -> GroupRouter:
         with np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False) as data:
             terms = [str(t) for t in data["terms"]]
+            lexical = ((data["lexical_weights"], data["lexical_bias"],
+                        float(data["lexical_temperature"]))
+                       if "lexical_weights" in data.files else None)
             return cls([str(g) for g in data["groups"]], {t: i for i, t in enumerate(terms)},
                        data["idf"], data["projection"], data["weights"], data["bias"],
-                       float(data["temperature"]))
+                       float(data["temperature"]), lexical)
 
 
 def _held_out(labels: Sequence[str], share: int = 10) -> set[int]:
@@ -206,6 +240,23 @@ def _held_out(labels: Sequence[str], share: int = 10) -> set[int]:
         if len(members) >= 3:
             held.update(members[share - 1 :: share] or members[-1:])
     return held if len(held) >= 20 else set()
+
+
+def _discriminant(features: npt.NDArray[np.float64], y: npt.NDArray[np.int64], groups: int,
+                  shrinkage: float) -> tuple[Matrix, Matrix]:
+    """LDA: class means, one pooled covariance shrunk towards its average variance, and the
+    linear scores ``x @ weights + bias`` they imply (equal priors)."""
+    means = np.zeros((groups, features.shape[1]))
+    np.add.at(means, y, features)
+    means /= np.bincount(y, minlength=groups)[:, None]
+    within = features - means[y]
+    covariance = within.T @ within / max(len(features) - groups, 1)
+    dimension = features.shape[1]
+    average = float(np.trace(covariance)) / dimension
+    covariance = (1 - shrinkage) * covariance + (shrinkage * average + 1e-6) * np.eye(dimension)
+    weights = np.linalg.solve(covariance, means.T)
+    bias = -0.5 * np.einsum("gd,dg->g", means, weights)
+    return weights.astype(np.float32), bias.astype(np.float32)
 
 
 def digest(text: str) -> str:

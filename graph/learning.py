@@ -158,6 +158,20 @@ def _unique_id(base: str, used: set[str]) -> str:
     return candidate
 
 
+def runs_as_history(runs: Iterable[Mapping[str, Any]], ids_by_name: Mapping[str, str],
+                    ) -> list[HistoryRow]:
+    """Run records as history rows: the skills each run really ran (by id), in start order."""
+    rows = []
+    for run in runs:
+        steps = [s for s in run.get("steps", ()) if s.get("kind") == "skill"
+                 and s.get("status") == "success" and s.get("target") in ids_by_name]
+        steps.sort(key=lambda s: s.get("started_at") or 0.0)
+        rows.append(HistoryRow(str(run.get("id")), str(run.get("request") or ""),
+                               tuple(ids_by_name[s["target"]] for s in steps),
+                               succeeded=run.get("status") == "success"))
+    return rows
+
+
 def co_use_weights(rows: Iterable[HistoryRow]) -> dict[tuple[str, str], float]:
     """How often each pair of skills was used in the same run (pairs sorted)."""
     weights: Counter[tuple[str, str]] = Counter()

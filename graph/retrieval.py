@@ -36,8 +36,9 @@ from typing import Any
 
 from graph.documents import example_id
 from graph.embeddings import Encoder
+from graph.indexer import GENERATION_KEY
 from graph.model import EdgeKind, NodeKind, NodeRecord
-from graph.router import GENERATION_KEY, ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
+from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from graph.store import GraphStore
 from graph.text import cjk_share
 
@@ -162,68 +163,69 @@ class Retriever:
         self.store = store
         self.encoder = encoder
         self.config = config
-        self._loaded_router: tuple[str, GroupRouter | None] = ("", None)
-        self._memo: tuple[str, dict[Any, Any]] = ("", {})
+        self._state = _IndexState()
 
-    def _memory(self) -> dict[Any, Any] | None:
-        """Derived data remembered while the index stays the same (suggestions of a set of
-        anchors, a group's example ids); None for a store not written by ``index_library``."""
-        generation = self.store.get_meta(GENERATION_KEY)
-        if not generation:
-            return None
-        if generation != self._memo[0]:
-            self._memo = (generation, {})
-        memo = self._memo[1]
-        if len(memo) > 4096:
-            memo.clear()
-        return memo
-
-    def _router(self) -> GroupRouter | None:
-        """The index's group router, reloaded when a new index replaced it."""
+    def _refresh(self) -> _IndexState:
+        """The router and the memo of the index as it is now: one metadata read per search
+        while the index is unchanged (``index_generation``), the router reloaded only when its
+        digest changed. A store not written by ``index_library`` has no memo."""
+        state = self._state
+        generation = self.store.get_meta(GENERATION_KEY) or ""
+        if generation and generation == state.generation:
+            if state.memo is not None and len(state.memo) > 4096:
+                state.memo.clear()
+            return state
         key = self.store.get_meta(ROUTER_DIGEST_KEY) or ""
-        if key != self._loaded_router[0]:
+        router = state.router
+        if key != state.router_key:
             text = self.store.get_meta(ROUTER_KEY) if key else None
-            self._loaded_router = (key, GroupRouter.from_text(text) if text else None)
-        return self._loaded_router[1]
+            router = GroupRouter.from_text(text) if text else None
+        self._state = _IndexState(generation, key, router, {} if generation else None)
+        return self._state
+
+    def router(self) -> GroupRouter | None:
+        """The index's group router (None with fewer than two groups)."""
+        return self._refresh().router
 
     def search(self, request: str, context: RequestContext | None = None, k: int = 10,
-               exclude: frozenset[str] = frozenset()) -> Toolbox:
-        """The toolbox for ``request``. ``exclude`` hides node ids (calibration uses it to
-        leave a history row's own example out)."""
+               ) -> Toolbox:
+        """The toolbox for ``request``."""
         started = time.perf_counter()
         context = context or RequestContext()
+        state = self._refresh()
         query = request
         if context.conversation:
             query = request + "\n" + " ".join(context.conversation[-2:])
-        fast = self._fast_route(query, context, exclude)
+        fast = self._fast_route(query, context, state.router)
         group: GroupChoice | None
         reason: str | None = None
         if fast is not None:
             group, candidates = fast
-            skills = self._lexical_skills(query, context, k)
+            hits = {sid: (lexical, {"lexical": lexical}) for sid, lexical in
+                    self.store.text_search(NodeKind.SKILL, query, k)}
+            skills = self._rank_skills(hits, context, k)
         else:
             vector = self.encoder.encode([query])[0]
             weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
             group, reason, candidates = self._group_tier(request, query, vector, context,
-                                                         exclude, weight)
+                                                         state, weight)
             skills = self._atomic_tier(query, vector, context, k, weight)
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
         anchors = list(group.members) if group is not None else list(selected)
-        memo = self._memory()
         key = ("suggest", tuple(anchors))
-        if memo is not None and key in memo:
-            suggestions = memo[key]
+        if state.memo is not None and key in state.memo:
+            suggestions = state.memo[key]
         else:
             suggestions = self._suggest(anchors, exclude=set(anchors))
-            if memo is not None:
-                memo[key] = suggestions
+            if state.memo is not None:
+                state.memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000)
 
-    def _fast_route(self, query: str, context: RequestContext, exclude: frozenset[str],
+    def _fast_route(self, query: str, context: RequestContext, router: GroupRouter | None,
                     ) -> tuple[GroupChoice, list[tuple[str, float]]] | None:
         """The group, chosen from the request's words alone, when the router's lexical half is
         at least ``fast_route_confidence`` sure: the request is then never embedded.
@@ -232,9 +234,8 @@ class Retriever:
         similarity bar needs the embedding) and the chosen group needs no second look
         (not demoted, every member available); anything else takes the full path."""
         cfg = self.config
-        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0 or exclude:
+        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0:
             return None
-        router = self._router()
         if router is None or router.lexical is None:
             return None
         ranked = router.lexical_top(query, 10)
@@ -244,44 +245,9 @@ class Retriever:
         record = self.store.node(best_id)
         if record is None or _demotion(record) or self._unavailable_members(record):
             return None
-        missing = tuple(_missing_inputs(record, context))
-        explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical",
-                                       "threshold": cfg.group_threshold}
-        if missing:
-            explanation["missing_inputs"] = list(missing)
-        data = record.data
-        choice = GroupChoice(
-            id=record.id, name=record.name, score=round(confidence, 4),
-            members=tuple(data.get("members", ())),
-            member_names=tuple(data.get("member_names", ())),
-            edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
-            missing_inputs=missing, ready=not missing, explanation=explanation)
+        explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical"}
+        choice = _choice(record, confidence, cfg.group_threshold, explanation, context)
         return choice, [(gid, round(p, 4)) for p, gid in ranked]
-
-    def _lexical_skills(self, query: str, context: RequestContext, k: int,
-                        ) -> list[ScoredSkill]:
-        """Single skills by BM25 alone (the fast route has no embedding)."""
-        recent = set(context.recent_skills)
-        out = []
-        for sid, lexical in self.store.text_search(NodeKind.SKILL, query, k):
-            record = self.store.node(sid)
-            if record is None:
-                continue
-            notes: dict[str, Any] = {"lexical": round(lexical, 4)}
-            score = lexical
-            if record.name in recent or sid in recent:
-                score += self.config.recent_boost
-                notes["recently_used"] = True
-            demoted = _demotion(record)
-            if demoted:
-                score *= self.config.demote_factor
-                notes["demoted"] = demoted
-            notes["score"] = round(score, 4)
-            out.append(ScoredSkill(sid, record.name, round(score, 4),
-                                   str(record.data.get("description", "")),
-                                   bool(record.data.get("available", True)), notes))
-        out.sort(key=lambda s: (-s.score, s.name))
-        return out
 
     def _close_runner_ups_first(self, group: GroupChoice,
                                 candidates: Sequence[tuple[str, float]],
@@ -331,15 +297,15 @@ class Retriever:
     # -- groups -------------------------------------------------------------------------------
 
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
-                    exclude: frozenset[str] = frozenset(), weight: float | None = None,
+                    state: _IndexState, weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
         cfg = self.config
-        router = self._router()
+        router = state.router
         confidence: float | None = None
         if router is None:
             whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
             examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
-                                    exclude, weight)
+                                    weight)
             fits = self._group_fits(whole, examples, set(whole), vector, weight)
             if not fits:
                 return None, "the library has no groups", []
@@ -349,25 +315,21 @@ class Retriever:
             best_score, best_id, explanation = scored[0]
             runner_up = scored[1][0] if len(scored) > 1 else 0.0
         else:
-            ranked = [(p, gid) for p, gid in router.top(query, vector, 10 + len(exclude))
-                      if gid not in exclude][:10]
-            demoted: dict[str, str] = {}
+            ranked = router.top(query, vector, 10)
             for index, (p, gid) in enumerate(ranked):
                 record = self.store.node(gid)
-                reason = _demotion(record) if record is not None else None
-                if reason:
-                    demoted[gid] = reason
+                if record is not None and _demotion(record):
                     ranked[index] = (p * cfg.demote_factor, gid)
             ranked.sort(key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(p, 4)) for p, gid in ranked]
             confidence, best_id = ranked[0]
             # Only the chosen group's similarity is needed (for the threshold): its examples
             # are the only ones scored.
-            examples = self._examples_of(best_id, query, vector, exclude, weight)
+            examples = self._examples_of(best_id, query, vector, state, weight)
             lexical = dict(self.store.text_search(NodeKind.GROUP, query, cfg.candidates))
             whole = {best_id: self._hybrid_one(best_id, vector, weight,
                                                lexical.get(best_id, 0.0))}
-            fits = self._group_fits(whole, examples, set(), vector, weight, only=best_id)
+            fits = self._group_fits(whole, examples, {best_id}, vector, weight)
             best_score, explanation = fits[best_id]
             explanation["router"] = round(confidence, 4)
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
@@ -389,20 +351,9 @@ class Retriever:
         if unavailable:
             return None, (f"group '{record.name}' fits, but its skills are unavailable here: "
                           + "; ".join(unavailable)), candidates
-        missing = tuple(_missing_inputs(record, context))
-        explanation["threshold"] = threshold
-        if missing:
-            explanation["missing_inputs"] = list(missing)
-        data = record.data
-        return GroupChoice(
-            id=record.id, name=record.name, score=round(best_score, 4),
-            members=tuple(data.get("members", ())),
-            member_names=tuple(data.get("member_names", ())),
-            edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
-            missing_inputs=missing, ready=not missing, explanation=explanation,
-        ), None, candidates
+        return _choice(record, best_score, threshold, explanation, context), None, candidates
 
-    def _examples_of(self, gid: str, query: str, vector: Any, exclude: frozenset[str],
+    def _examples_of(self, gid: str, query: str, vector: Any, state: _IndexState,
                      weight: float | None) -> dict[str, tuple[float, float, float]]:
         """The hybrid scores of one group's examples (no search over every example: their
         vectors are read by id, the lexical side from the usual BM25 candidates)."""
@@ -412,14 +363,14 @@ class Retriever:
         w = self.config.vector_weight if weight is None else weight
         lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query, self.config.candidates))
         out: dict[str, tuple[float, float, float]] = {}
-        memo = self._memory()
+        memo = state.memo
         eids = memo.get(("examples", gid)) if memo is not None else None
         if eids is None:
             eids = [example_id(gid, str(text)) for text in record.data.get("examples", ())]
             if memo is not None:
                 memo[("examples", gid)] = eids
         for eid in eids:
-            stored = self.store.vector(eid) if eid not in exclude else None
+            stored = self.store.vector(eid)
             if stored is None:
                 continue
             cosine = float(stored @ vector)
@@ -429,17 +380,17 @@ class Retriever:
 
     def _group_fits(self, whole: Mapping[str, tuple[float, float, float]],
                     examples: Mapping[str, tuple[float, float, float]], gids: set[str],
-                    vector: Any, weight: float | None, only: str | None = None,
+                    vector: Any, weight: float | None,
                     ) -> dict[str, tuple[float, dict[str, Any]]]:
         """Group id -> (similarity, explanation): the better of the group's own text and its
         best example (or their blend, see ``whole_weight``), halved when demoted. Scores the
-        groups in ``gids`` plus those with example hits, or only ``only``."""
+        groups in ``gids`` plus those with example hits."""
         cfg = self.config
         per_group: dict[str, list[tuple[float, float, float, str]]] = {}
         for eid, hit in examples.items():
             record = self.store.node(eid)
             gid = str(record.data.get("group", "")) if record else ""
-            if gid and record is not None and (only is None or gid == only):
+            if gid and record is not None:
                 per_group.setdefault(gid, []).append((*hit, record.text))
         best_example: dict[str, tuple[float, float, float, str]] = {}
         for gid, hits in per_group.items():
@@ -447,7 +398,7 @@ class Retriever:
             top = hits[: cfg.example_top]
             best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
         out: dict[str, tuple[float, dict[str, Any]]] = {}
-        for gid in {only} if only is not None else gids | set(best_example):
+        for gid in gids | set(best_example):
             record = self.store.node(gid)
             if record is None:
                 continue
@@ -472,14 +423,13 @@ class Retriever:
         return out
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                exclude: frozenset[str] = frozenset(), weight: float | None = None,
-                ) -> dict[str, tuple[float, float, float]]:
+                weight: float | None = None) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
         w = self.config.vector_weight if weight is None else weight
         lexical = dict(self.store.text_search(kind, query, k))
         dense = dict(self.store.vector_search(kind, vector, k))
         out: dict[str, tuple[float, float, float]] = {}
-        for nid in {*lexical, *dense} - exclude:
+        for nid in {*lexical, *dense}:
             cosine = dense.get(nid)
             if cosine is None:
                 stored = self.store.vector(nid)
@@ -512,25 +462,34 @@ class Retriever:
                      weight: float | None = None) -> list[ScoredSkill]:
         cfg = self.config
         skill_weight = cfg.skill_vector_weight if weight is None else weight
+        hits = {sid: (score, {"vector": cosine, "lexical": lex})
+                for sid, (score, cosine, lex) in self._hybrid(
+                    NodeKind.SKILL, query, vector, cfg.candidates, weight=skill_weight).items()}
+        return self._rank_skills(hits, context, k)
+
+    def _rank_skills(self, hits: Mapping[str, tuple[float, Mapping[str, float]]],
+                     context: RequestContext, k: int) -> list[ScoredSkill]:
+        """The best ``k`` of ``hits`` (id -> (score, evidence)) after the recent-use boost and
+        the quality filter; only those are given an explanation."""
+        cfg = self.config
         recent = set(context.recent_skills)
-        scored: list[tuple[float, str, NodeRecord, float, float, str | None]] = []
-        for sid, (score, cosine, lex) in self._hybrid(NodeKind.SKILL, query, vector,
-                                                      cfg.candidates,
-                                                      weight=skill_weight).items():
+        scored: list[tuple[float, str, NodeRecord, Mapping[str, float], bool, str | None]] = []
+        for sid, (score, evidence) in hits.items():
             record = self.store.node(sid)
             if record is None:
                 continue
-            if record.name in recent or sid in recent:
+            boosted = record.name in recent or sid in recent
+            if boosted:
                 score += cfg.recent_boost
             demoted = _demotion(record)
             if demoted:
                 score *= cfg.demote_factor
-            scored.append((round(score, 4), record.name, record, cosine, lex, demoted))
+            scored.append((round(score, 4), record.name, record, evidence, boosted, demoted))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
-        for score, name, record, cosine, lex, demoted in scored[:k]:
-            notes: dict[str, Any] = {"vector": round(cosine, 4), "lexical": round(lex, 4)}
-            if name in recent or record.id in recent:
+        for score, name, record, evidence, boosted, demoted in scored[:k]:
+            notes: dict[str, Any] = {key: round(value, 4) for key, value in evidence.items()}
+            if boosted:
                 notes["recently_used"] = True
             if demoted:
                 notes["demoted"] = demoted
@@ -599,6 +558,32 @@ def _reason(parts: tuple[str, str, str]) -> str:
     if kind == "flows":
         return f"runs {detail} {anchor} in a group"
     return f"similar to {anchor} ({detail})"
+
+
+@dataclass(frozen=True)
+class _IndexState:
+    generation: str = ""
+    router_key: str = ""
+    router: GroupRouter | None = None
+    memo: dict[Any, Any] | None = None
+    """Derived data kept while the index is unchanged: suggestions per set of anchors, a
+    group's example ids."""
+
+
+def _choice(record: NodeRecord, score: float, threshold: float, explanation: dict[str, Any],
+            context: RequestContext) -> GroupChoice:
+    """The chosen group as the toolbox shows it, with the inputs the context still lacks."""
+    missing = tuple(_missing_inputs(record, context))
+    explanation["threshold"] = threshold
+    if missing:
+        explanation["missing_inputs"] = list(missing)
+    data = record.data
+    return GroupChoice(
+        id=record.id, name=record.name, score=round(score, 4),
+        members=tuple(data.get("members", ())),
+        member_names=tuple(data.get("member_names", ())),
+        edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
+        missing_inputs=missing, ready=not missing, explanation=explanation)
 
 
 def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:

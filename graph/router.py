@@ -40,9 +40,6 @@ Matrix = npt.NDArray[np.float32]
 
 ROUTER_KEY = "group_router"
 ROUTER_DIGEST_KEY = "group_router_digest"
-GENERATION_KEY = "index_generation"
-"""Metadata naming the indexed content (a digest of every node and edge): readers may remember
-anything derived from the graph while it stays the same."""
 LSA_DIMS = 128
 SHRINKAGE = 0.05
 """Share of the pooled covariance replaced by its average variance (Ledoit-Wolf style
@@ -151,16 +148,10 @@ class GroupRouter:
 
     def _lexical_features(self, text: str) -> Matrix:
         # One text: its few known terms pick rows of the projection (no sparse matrix needed).
-        counts = Counter(self.vocabulary[t] for t in query_tokens(text)
-                         if t in self.vocabulary)
-        lexical = np.zeros(self.projection.shape[1], dtype=np.float32)
-        if counts:
-            cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
-            tf = np.fromiter(counts.values(), dtype=np.float32, count=len(counts))
-            weights = (1 + np.log(tf)) * self.idf[cols]
-            weights /= np.linalg.norm(weights)
-            lexical = weights @ self.projection[cols]
-        return np.asarray(lexical, dtype=np.float32)
+        cols, weights = _term_weights(query_tokens(text), self.vocabulary, self.idf)
+        if not len(cols):
+            return np.zeros(self.projection.shape[1], dtype=np.float32)
+        return np.asarray(weights @ self.projection[cols], dtype=np.float32)
 
     def lexical_scores(self, text: str) -> npt.NDArray[np.float64]:
         if self.lexical is None:
@@ -181,9 +172,7 @@ class GroupRouter:
 
     def probabilities(self, text: str, vector: Matrix) -> npt.NDArray[np.float64]:
         """The posterior over ``self.groups`` (summing to 1)."""
-        scores = self.scores(text, vector) / self.temperature
-        weights = np.exp(scores - scores.max())
-        return np.asarray(weights / weights.sum(), dtype=np.float64)
+        return _softmax(self.scores(text, vector) / self.temperature)
 
     def posterior(self, text: str, vector: Matrix) -> dict[str, float]:
         """Group id -> probability that the request belongs to it."""
@@ -195,8 +184,7 @@ class GroupRouter:
         return self._top(self.scores(text, vector) / self.temperature, n)
 
     def _top(self, scaled: npt.NDArray[np.float64], n: int) -> list[tuple[float, str]]:
-        weights = np.exp(scaled - scaled.max())
-        probabilities = weights / weights.sum()
+        probabilities = _softmax(scaled)
         n = min(n, len(probabilities))
         part = np.argpartition(-probabilities, n - 1)[:n]
         order = sorted(part, key=lambda i: (-probabilities[i], self.groups[i]))
@@ -263,24 +251,40 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
+def _softmax(scaled: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    weights = np.exp(scaled - scaled.max())
+    return np.asarray(weights / weights.sum(), dtype=np.float64)
+
+
+def _term_weights(doc: Sequence[str], vocabulary: dict[str, int], idf: Matrix,
+                  ) -> tuple[npt.NDArray[np.int64], Matrix]:
+    """A text's tf-idf: its known terms' columns and their weights (sublinear tf times idf,
+    scaled to unit length)."""
+    counts = Counter(vocabulary[t] for t in doc if t in vocabulary)
+    cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
+    if not len(cols):
+        return cols, np.zeros(0, dtype=np.float32)
+    tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    weights = (1 + np.log(tf)) * idf[cols].astype(np.float64)
+    return cols, np.asarray(weights / np.linalg.norm(weights), dtype=np.float32)
+
+
 def _tfidf(tokens: Sequence[Sequence[str]], vocabulary: dict[str, int],
            idf: Matrix) -> sparse.csr_matrix:
-    """Sublinear tf times idf, each row scaled to unit length (rows without terms stay 0)."""
-    rows: list[int] = []
-    cols: list[int] = []
-    values: list[float] = []
+    """The rows of ``_term_weights`` as one sparse matrix (rows without terms stay 0)."""
+    rows: list[npt.NDArray[np.int64]] = []
+    cols: list[npt.NDArray[np.int64]] = []
+    values: list[Matrix] = []
     for row, doc in enumerate(tokens):
-        counts = Counter(vocabulary[t] for t in doc if t in vocabulary)
-        if not counts:
-            continue
-        weights = {col: (1 + math.log(tf)) * float(idf[col]) for col, tf in counts.items()}
-        norm = math.sqrt(sum(w * w for w in weights.values()))
-        for col, weight in weights.items():
-            rows.append(row)
-            cols.append(col)
-            values.append(weight / norm)
-    return sparse.csr_matrix((values, (rows, cols)), shape=(len(tokens), len(vocabulary)),
-                             dtype=np.float32)
+        columns, weights = _term_weights(doc, vocabulary, idf)
+        rows.append(np.full(len(columns), row, dtype=np.int64))
+        cols.append(columns)
+        values.append(weights)
+    return sparse.csr_matrix(
+        (np.concatenate(values) if values else np.zeros(0, dtype=np.float32),
+         (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+          np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64))),
+        shape=(len(tokens), len(vocabulary)), dtype=np.float32)
 
 
 def _truncated_svd(matrix: sparse.csr_matrix, dims: int, oversample: int = 10,

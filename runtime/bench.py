@@ -271,7 +271,7 @@ def _fast_route_confidence(probe: Retriever, held_out: Sequence[HistoryRow],
     Rows are taken from the most confident down; a cut qualifies when the fast route's mean set
     F1 on the rows it takes is at least the full path's on the same rows (``full``), over at
     least ``minimum`` rows."""
-    router = probe._router()
+    router = probe.router()
     if router is None or router.lexical is None:
         return 2.0, 0.0
     rows: list[tuple[float, float, float]] = []

@@ -109,12 +109,12 @@ def test_a_library_with_one_group_clears_the_router(encoder: CachedEncoder,
     store = EmbeddedStore(tmp_path / "graph.sqlite")
     index_library(library, store, encoder)
     retriever = Retriever(store, encoder)
-    assert retriever._router() is not None
+    assert retriever.router() is not None
     only = next(iter(library.groups))
     smaller = dataclasses.replace(library, groups={only: library.groups[only]})
     index_library(smaller, store, encoder)
     assert store.get_meta(ROUTER_KEY) == ""
-    assert retriever._router() is None  # the retriever notices the new index
+    assert retriever.router() is None  # the retriever notices the new index
     store.close()
 
 

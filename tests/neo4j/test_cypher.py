@@ -142,14 +142,21 @@ def test_the_constants_are_the_embedded_stores() -> None:
     assert ours == (bm25.k1, bm25.b, bm25.epsilon)
 
 
-@pytest.mark.parametrize("query", QUERIES)
-def test_idfs_and_bound_are_the_embedded_bm25s(query: str) -> None:
+def _statistics(query: str) -> tuple[list[list[str]], BM25, list[str], dict[str, float],
+                                     dict[str, float]]:
+    """The corpus tokens, the embedded BM25, the query tokens, and the Cypher side's
+    statistics and idfs for them."""
     documents = [tokenize(text) for text in CORPUS]
-    bm25 = BM25(documents)
     tokens = tokenize(query)
     dfs = {t: sum(1 for d in documents if t in d) for t in set(tokens)}
     stats = cypher.vocabulary_statistics(documents)
     idfs = cypher.term_idfs(tokens, len(documents), dfs, stats["mean_idf"])
+    return documents, BM25(documents), tokens, stats, idfs
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_idfs_and_bound_are_the_embedded_bm25s(query: str) -> None:
+    _, bm25, tokens, stats, idfs = _statistics(query)
     assert idfs == pytest.approx({t: bm25.idf[t] for t in dict.fromkeys(tokens) if t in bm25.idf})
     assert cypher.bm25_bound(tokens, idfs, stats["mean_idf"]) == pytest.approx(
         bm25.max_score(tokens))
@@ -158,12 +165,7 @@ def test_idfs_and_bound_are_the_embedded_bm25s(query: str) -> None:
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_rescoring_gives_the_embedded_stores_scores(query: str) -> None:
-    documents = [tokenize(text) for text in CORPUS]
-    bm25 = BM25(documents)
-    tokens = tokenize(query)
-    dfs = {t: sum(1 for d in documents if t in d) for t in set(tokens)}
-    stats = cypher.vocabulary_statistics(documents)
-    idfs = cypher.term_idfs(tokens, len(documents), dfs, stats["mean_idf"])
+    documents, bm25, tokens, stats, idfs = _statistics(query)
     candidates = {f"d{i}": " ".join(d) for i, d in enumerate(documents)}
     mine = cypher.bm25_scores(candidates, tokens, idfs, stats, 10)
     best = bm25.max_score(tokens)

@@ -77,14 +77,15 @@ class GroupRouter:
         least three) to make the posterior honest; then the router is refitted on everything.
         """
         router = cls._fit(labels, texts, vectors, lsa_dims, shrinkage)
-        held = _held_out(labels)
+        held = sorted(_held_out(labels))
         if held:
-            keep = [i for i in range(len(labels)) if i not in held]
+            skip = set(held)
+            keep = [i for i in range(len(labels)) if i not in skip]
             probe = cls._fit([labels[i] for i in keep], [texts[i] for i in keep],
                              np.asarray(vectors)[keep], lsa_dims, shrinkage)
             held_labels = [labels[i] for i in held]
             held_texts = [texts[i] for i in held]
-            held_vectors = np.asarray(vectors)[sorted(held)]
+            held_vectors = np.asarray(vectors)[held]
             router.temperature = probe._temperature(held_labels, held_texts, held_vectors)
             if router.lexical is not None and probe.lexical is not None:
                 weights, bias, _ = router.lexical

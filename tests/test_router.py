@@ -74,7 +74,7 @@ def test_temperature_makes_the_posterior_less_than_certain() -> None:
     for g in range(4):
         for i in range(60):
             labels.append(f"g{g}")
-            texts.append(f"request {g} {i}")
+            texts.append(f"request number {i}")  # the words do not give the group away
             rows.append(centers[g] + 1.5 * rng.standard_normal(16))
     vectors = np.asarray(rows, dtype=np.float32)
     router = GroupRouter.fit(labels, texts, vectors)

@@ -139,9 +139,10 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     return nodes, vectors, edges
 
 
-def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge]) -> str:
-    """A digest of the indexed content: the same library gives the same value."""
-    hasher = hashlib.sha256()
+def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge], *also: str) -> str:
+    """A digest of the indexed content (and of ``also``: the model, the router), so the same
+    library indexed the same way gives the same value."""
+    hasher = hashlib.sha256("\0".join(also).encode())
     for node in sorted(nodes, key=lambda n: n.id):
         hasher.update(f"{node.id}\0{node.content_hash}\n".encode())
     for edge in sorted(edges, key=lambda e: (e.kind.value, e.src, e.dst)):
@@ -182,10 +183,11 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     report = store.sync(nodes, vectors, edges)
     router = fit_router(nodes, vectors)
     text = router.to_text() if router is not None else ""
-    # The router, then its digest: readers reload once the digest changes.
+    # Router, its digest, then the generation: readers look again once the generation changes.
     store.set_meta(ROUTER_KEY, text)
-    store.set_meta(ROUTER_DIGEST_KEY, digest(text) if text else "")
-    store.set_meta(GENERATION_KEY, generation(nodes, edges))
+    router_digest = digest(text) if text else ""
+    store.set_meta(ROUTER_DIGEST_KEY, router_digest)
+    store.set_meta(GENERATION_KEY, generation(nodes, edges, encoder.name, router_digest))
     store.set_meta("model", encoder.name)
     store.set_meta("roots", "\n".join(str(r) for r in library.roots))
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.cli import main
+from skillgrove.runtime.cli import main
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "skills"
 

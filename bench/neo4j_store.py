@@ -34,14 +34,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from graph import EmbeddedStore, NodeKind, Retriever
-from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder, Vectors
-from graph.indexer import build_graph, similar_edges
-from graph.model import Edge, NodeRecord
-from graph.neo4j_store import Neo4jStore
-from graph.store import GraphStore
-from groups import load_library
-from runtime.commands import cache_path
+from skillgrove.graph import EmbeddedStore, NodeKind, Retriever
+from skillgrove.graph.embeddings import (
+    CachedEncoder,
+    EmbeddingCache,
+    SentenceTransformerEncoder,
+    Vectors,
+)
+from skillgrove.graph.indexer import build_graph, similar_edges
+from skillgrove.graph.model import Edge, NodeRecord
+from skillgrove.graph.neo4j_store import Neo4jStore
+from skillgrove.graph.store import GraphStore
+from skillgrove.groups import load_library
+from skillgrove.runtime.commands import cache_path
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "skills"
 NOISE = 0.3

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from groups import load_group_text, load_library
-from runtime.executors import InProcessExecutor
-from runtime.runner import Runner, RunOptions
-from skills.model import Entrypoint, Skill
+from skillgrove.groups import load_group_text, load_library
+from skillgrove.runtime.executors import InProcessExecutor
+from skillgrove.runtime.runner import Runner, RunOptions
+from skillgrove.skills.model import Entrypoint, Skill
 
 
 def _skill(name: str) -> Skill:
@@ -66,11 +66,15 @@ def parallel(n: int = 8, seconds: float = 0.2) -> float:
 
 def injection() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from graph import EmbeddedStore, Retriever, index_library
-    from graph.embeddings import CachedEncoder, EmbeddingCache, SentenceTransformerEncoder
-    from runtime.commands import cache_path
-    from runtime.inject import build_injection, count_tokens
-    from runtime.paths import bundled_library
+    from skillgrove.graph import EmbeddedStore, Retriever, index_library
+    from skillgrove.graph.embeddings import (
+        CachedEncoder,
+        EmbeddingCache,
+        SentenceTransformerEncoder,
+    )
+    from skillgrove.runtime.commands import cache_path
+    from skillgrove.runtime.inject import build_injection, count_tokens
+    from skillgrove.runtime.paths import bundled_library
 
     library = load_library([bundled_library()])
     encoder = CachedEncoder(SentenceTransformerEncoder(), EmbeddingCache(cache_path()))

@@ -1,12 +1,17 @@
 """Graph: stores, embeddings, indexes and two-tier retrieval."""
 
-from graph.embedded import EmbeddedStore
-from graph.embeddings import CachedEncoder, EmbeddingCache, Encoder, SentenceTransformerEncoder
-from graph.errors import GraphError, IndexMissingError, ModelError, StoreError
-from graph.indexer import IndexResult, build_graph, index_library
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
-from graph.store import GraphStore
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.embeddings import (
+    CachedEncoder,
+    EmbeddingCache,
+    Encoder,
+    SentenceTransformerEncoder,
+)
+from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
+from skillgrove.graph.indexer import IndexResult, build_graph, index_library
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
+from skillgrove.graph.store import GraphStore
 
 __all__ = [
     "CachedEncoder",

@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from graph.model import EdgeKind, NodeKind
+from skillgrove.graph.model import EdgeKind, NodeKind
 
 Statement = tuple[str, dict[str, Any]]
 

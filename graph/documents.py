@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from graph.model import NodeKind, NodeRecord
-from groups.model import Group
-from skills.model import Skill
+from skillgrove.graph.model import NodeKind, NodeRecord
+from skillgrove.groups.model import Group
+from skillgrove.skills.model import Skill
 
 BODY_CHARS = 600
 GROUP_PREFIX = "group:"

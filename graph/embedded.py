@@ -18,11 +18,11 @@ import networkx as nx
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from graph.bm25 import BM25
-from graph.embeddings import Vectors
-from graph.errors import StoreError
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.text import query_tokens, tokenize
+from skillgrove.graph.bm25 import BM25
+from skillgrove.graph.embeddings import Vectors
+from skillgrove.graph.errors import StoreError
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.text import query_tokens, tokenize
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS node (

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from graph.errors import ModelError
+from skillgrove.graph.errors import ModelError
 
 Vectors = npt.NDArray[np.float32]
 DEFAULT_MODEL = "all-MiniLM-L6-v2"

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from skills.errors import SkillgroveError
+from skillgrove.skills.errors import SkillgroveError
 
 
 class GraphError(SkillgroveError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from graph.model import NodeRecord
+from skillgrove.graph.model import NodeRecord
 
 
 def _label(step: dict[str, object]) -> str:

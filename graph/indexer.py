@@ -12,13 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from graph.documents import example_records, group_record, skill_record
-from graph.embeddings import Encoder, Vectors
-from graph.learning import QualityStats, co_use_weights, quality_from_runs, runs_as_history
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
-from graph.store import GraphStore
-from groups.library import Library
+from skillgrove.graph.documents import example_records, group_record, skill_record
+from skillgrove.graph.embeddings import Encoder, Vectors
+from skillgrove.graph.learning import (
+    QualityStats,
+    co_use_weights,
+    quality_from_runs,
+    runs_as_history,
+)
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
+from skillgrove.graph.store import GraphStore
+from skillgrove.groups.library import Library
 
 Progress = Callable[[str, int, int], None]
 SIMILAR_K = 5

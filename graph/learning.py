@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from skills.errors import SkillgroveError
+from skillgrove.skills.errors import SkillgroveError
 
 
 class HistoryError(SkillgroveError):

@@ -56,12 +56,12 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from graph import cypher
-from graph.cypher import Statement
-from graph.embeddings import Vectors
-from graph.errors import StoreError
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.text import query_tokens, tokenize
+from skillgrove.graph import cypher
+from skillgrove.graph.cypher import Statement
+from skillgrove.graph.embeddings import Vectors
+from skillgrove.graph.errors import StoreError
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.text import query_tokens, tokenize
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 START_HINT = ("start one with `bash .ci/neo4j/server.sh start` (test server, no auth) or "

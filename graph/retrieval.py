@@ -34,13 +34,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from graph.documents import example_id
-from graph.embeddings import Encoder
-from graph.indexer import GENERATION_KEY
-from graph.model import EdgeKind, NodeKind, NodeRecord
-from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
-from graph.store import GraphStore
-from graph.text import cjk_share
+from skillgrove.graph.documents import example_id
+from skillgrove.graph.embeddings import Encoder
+from skillgrove.graph.indexer import GENERATION_KEY
+from skillgrove.graph.model import EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
+from skillgrove.graph.store import GraphStore
+from skillgrove.graph.text import cjk_share
 
 
 @dataclass(frozen=True)

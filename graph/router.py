@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-from graph.text import query_tokens, tokenize
+from skillgrove.graph.text import query_tokens, tokenize
 
 Matrix = npt.NDArray[np.float32]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from graph.embeddings import Vectors
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.embeddings import Vectors
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
 
 
 class GraphStore(Protocol):

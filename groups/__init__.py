@@ -1,10 +1,10 @@
 """Groups: YAML-defined DAGs of skills, their expressions, loading and validation."""
 
-from groups.expressions import parse_template, render, render_value
-from groups.library import Library, load_library
-from groups.loader import GroupLoad, load_group_file, load_group_text
-from groups.model import Group, InputSpec, RetryPolicy, Step
-from groups.validate import validate_group
+from skillgrove.groups.expressions import parse_template, render, render_value
+from skillgrove.groups.library import Library, load_library
+from skillgrove.groups.loader import GroupLoad, load_group_file, load_group_text
+from skillgrove.groups.model import Group, InputSpec, RetryPolicy, Step
+from skillgrove.groups.validate import validate_group
 
 __all__ = [
     "Group",

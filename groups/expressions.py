@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skills.errors import ExpressionEvalError, ExpressionSyntaxError
+from skillgrove.skills.errors import ExpressionEvalError, ExpressionSyntaxError
 
 ROOTS = ("inputs", "context", "steps")
 STATUS_FUNCTIONS = ("always", "success", "failure")

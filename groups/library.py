@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from groups.loader import GroupLoad, load_group_file
-from groups.model import Group
-from groups.validate import validate_group
-from skills.diagnostics import Diagnostic, Severity, sort_key
-from skills.errors import LibraryError
-from skills.loader import DEFAULT_OPTIONS, LoadOptions, SkillCatalog, discover_skills
-from skills.model import Skill
+from skillgrove.groups.loader import GroupLoad, load_group_file
+from skillgrove.groups.model import Group
+from skillgrove.groups.validate import validate_group
+from skillgrove.skills.diagnostics import Diagnostic, Severity, sort_key
+from skillgrove.skills.errors import LibraryError
+from skillgrove.skills.loader import DEFAULT_OPTIONS, LoadOptions, SkillCatalog, discover_skills
+from skillgrove.skills.model import Skill
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 GROUP_SUFFIXES = (".yaml", ".yml")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groups.expressions import (
+from skillgrove.groups.expressions import (
     FUNCTION_NAMES,
     FUNCTIONS,
     ROOTS,
@@ -26,11 +26,11 @@ from groups.expressions import (
     parse_template,
     references,
 )
-from groups.model import INPUT_TYPES, RETRY_KINDS, Group, InputSpec, RetryPolicy, Step
-from skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
-from skills.diagnostics import Diagnostic, Severity, did_you_mean
-from skills.errors import ExpressionSyntaxError
-from skills.model import content_hash
+from skillgrove.groups.model import INPUT_TYPES, RETRY_KINDS, Group, InputSpec, RetryPolicy, Step
+from skillgrove.skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
+from skillgrove.skills.errors import ExpressionSyntaxError
+from skillgrove.skills.model import content_hash
 
 GROUP_FIELDS = ("id", "name", "description", "examples", "inputs", "steps", "outputs", "tags",
                 "version")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skills._yaml import SourceMap
+from skillgrove.skills._yaml import SourceMap
 
 INPUT_TYPES = ("string", "integer", "number", "boolean", "array", "object")
 

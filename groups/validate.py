@@ -12,7 +12,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from groups.expressions import (
+from skillgrove.groups.expressions import (
     FUNCTIONS,
     Binary,
     Call,
@@ -26,11 +26,11 @@ from groups.expressions import (
     parse_template,
     references,
 )
-from groups.loader import GroupReporter, find_cycle, iter_templates
-from groups.model import Group, Step
-from skills._yaml import PathKey
-from skills.diagnostics import Diagnostic, did_you_mean
-from skills.model import Skill
+from skillgrove.groups.loader import GroupReporter, find_cycle, iter_templates
+from skillgrove.groups.model import Group, Step
+from skillgrove.skills._yaml import PathKey
+from skillgrove.skills.diagnostics import Diagnostic, did_you_mean
+from skillgrove.skills.model import Skill
 
 
 def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[str, Group],

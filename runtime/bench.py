@@ -38,9 +38,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from graph.embeddings import Encoder
-from graph.indexer import index_library
-from graph.learning import (
+from skillgrove.graph.embeddings import Encoder
+from skillgrove.graph.indexer import index_library
+from skillgrove.graph.learning import (
     HistoryError,
     HistoryRow,
     co_use_weights,
@@ -49,10 +49,10 @@ from graph.learning import (
     read_history,
     read_jsonl,
 )
-from graph.retrieval import RetrievalConfig, Retriever, Toolbox
-from graph.store import GraphStore
-from groups.library import Library, load_library
-from skills.loader import LoadOptions
+from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox
+from skillgrove.graph.store import GraphStore
+from skillgrove.groups.library import Library, load_library
+from skillgrove.skills.loader import LoadOptions
 
 KS = (3, 5, 10)
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from groups.library import Library, load_library
-from runtime import commands
-from runtime.paths import default_paths
-from skills.diagnostics import Severity
-from skills.errors import SkillgroveError
-from skills.loader import LoadOptions
-from skills.safety import RULES_BY_ID, SafetyPolicy
+from skillgrove.groups.library import Library, load_library
+from skillgrove.runtime import commands
+from skillgrove.runtime.paths import default_paths
+from skillgrove.skills.diagnostics import Severity
+from skillgrove.skills.errors import SkillgroveError
+from skillgrove.skills.loader import LoadOptions
+from skillgrove.skills.safety import RULES_BY_ID, SafetyPolicy
 
 
 def _add_library_args(parser: argparse.ArgumentParser) -> None:

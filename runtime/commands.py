@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
-from graph.documents import GROUP_PREFIX
-from graph.embedded import EmbeddedStore
-from graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
-from graph.errors import IndexMissingError
-from graph.export import to_dot, to_mermaid
-from graph.indexer import index_library
-from graph.model import NodeKind, NodeRecord
-from graph.retrieval import RequestContext, Retriever, Toolbox
-from graph.store import GraphStore
-from skills.errors import SkillgroveError
+from skillgrove.graph.documents import GROUP_PREFIX
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
+from skillgrove.graph.errors import IndexMissingError
+from skillgrove.graph.export import to_dot, to_mermaid
+from skillgrove.graph.indexer import index_library
+from skillgrove.graph.model import NodeKind, NodeRecord
+from skillgrove.graph.retrieval import RequestContext, Retriever, Toolbox
+from skillgrove.graph.store import GraphStore
+from skillgrove.skills.errors import SkillgroveError
 
 INDEX_FILE = "graph.sqlite"
 
@@ -42,7 +42,7 @@ def make_encoder(args: argparse.Namespace) -> CachedEncoder:
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> GraphStore:
     if args.store == "neo4j":
-        from graph.neo4j_store import Neo4jStore
+        from skillgrove.graph.neo4j_store import Neo4jStore
 
         return Neo4jStore.from_environment()
     path = index_dir(args) / INDEX_FILE
@@ -70,7 +70,7 @@ class _Progress:
 
 
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
-    from runtime.cli import load_from_args
+    from skillgrove.runtime.cli import load_from_args
 
     library = load_from_args(args, write_ids=True)
     for diagnostic in library.errors:
@@ -219,13 +219,13 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def library_paths(args: argparse.Namespace) -> list[Path]:
-    from runtime.paths import default_paths
+    from skillgrove.runtime.paths import default_paths
 
     return list(getattr(args, "library", None) or default_paths())
 
 
 def load_runtime_library(args: argparse.Namespace) -> Any:
-    from groups.library import load_library
+    from skillgrove.groups.library import load_library
 
     return load_library(library_paths(args))
 
@@ -241,7 +241,7 @@ def parse_inputs(pairs: list[str]) -> dict[str, Any]:
 
 
 def run_log_for(args: argparse.Namespace) -> Any:
-    from graph.runlog import SqliteRunLog
+    from skillgrove.graph.runlog import SqliteRunLog
 
     return SqliteRunLog(index_dir(args) / "runs.sqlite")
 
@@ -279,8 +279,8 @@ class ProgressDisplay:
 
 
 def make_runner(args: argparse.Namespace, library: Any, events: Any) -> Any:
-    from runtime.executors import SubprocessExecutor
-    from runtime.runner import Runner, RunOptions
+    from skillgrove.runtime.executors import SubprocessExecutor
+    from skillgrove.runtime.runner import Runner, RunOptions
 
     return Runner(library.groups, library.skills, SubprocessExecutor(),
                   run_log=run_log_for(args), events=events,
@@ -351,7 +351,7 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _injection(args: argparse.Namespace, library: Any, toolbox: Toolbox, run: Any) -> Any:
-    from runtime.inject import build_injection
+    from skillgrove.runtime.inject import build_injection
 
     return build_injection(toolbox, library.catalog.by_id(), run, budget=args.budget,
                            fmt=args.format)
@@ -414,7 +414,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
-    from runtime.bench import format_table, run_bench
+    from skillgrove.runtime.bench import format_table, run_bench
 
     def make_store(scratch: Path) -> GraphStore:
         if args.store == "neo4j":
@@ -435,7 +435,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
-    from graph.learning import HistoryRow, draft_to_yaml, mine_groups, read_history
+    from skillgrove.graph.learning import HistoryRow, draft_to_yaml, mine_groups, read_history
 
     if args.history:
         rows = read_history(args.history)
@@ -465,7 +465,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     """The bundled library end to end, after a plain install: index, ask, run, inject."""
     import tempfile
 
-    from runtime.paths import bundled_library
+    from skillgrove.runtime.paths import bundled_library
 
     library = bundled_library()
     samples = library / "samples"

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 
-from skills.model import Skill
+from skillgrove.skills.model import Skill
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_OUTPUT_CAP = 10 * 1024 * 1024

@@ -21,9 +21,9 @@ from functools import cache
 from typing import Any, Literal
 from xml.sax.saxutils import escape, quoteattr
 
-from graph.retrieval import Toolbox
-from graph.runlog import RunRecord
-from skills.model import Skill
+from skillgrove.graph.retrieval import Toolbox
+from skillgrove.graph.runlog import RunRecord
+from skillgrove.skills.model import Skill
 
 Format = Literal["markdown", "xml"]
 TOKENIZER = "cl100k_base"

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.runlog import RunLog, RunRecord, StepRecord
-from groups.expressions import (
+from skillgrove.graph.runlog import RunLog, RunRecord, StepRecord
+from skillgrove.groups.expressions import (
     STATUS_FUNCTIONS,
     Binary,
     Call,
@@ -40,12 +40,12 @@ from groups.expressions import (
     render_value,
     truthy,
 )
-from groups.loader import matches_type
-from groups.model import Group, RetryPolicy, Step
-from runtime.events import Event, EventKind, EventSink, ignore
-from runtime.executors import Cancel, ExecResult, Executor, Outcome
-from skills.errors import ExpressionError, SkillgroveError
-from skills.model import Skill
+from skillgrove.groups.loader import matches_type
+from skillgrove.groups.model import Group, RetryPolicy, Step
+from skillgrove.runtime.events import Event, EventKind, EventSink, ignore
+from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome
+from skillgrove.skills.errors import ExpressionError, SkillgroveError
+from skillgrove.skills.model import Skill
 
 
 class RunError(SkillgroveError):

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from skills.diagnostics import Diagnostic
+    from skillgrove.skills.diagnostics import Diagnostic
 
 
 class SkillgroveError(Exception):

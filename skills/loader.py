@@ -21,9 +21,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
-from skills.diagnostics import Diagnostic, Severity, did_you_mean
-from skills.model import (
+from skillgrove.skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
+from skillgrove.skills.model import (
     ID_SIDECAR,
     SKILL_FILE,
     Availability,
@@ -32,7 +32,7 @@ from skills.model import (
     Skill,
     content_hash,
 )
-from skills.safety import Action, SafetyPolicy, companion_files, scan_text
+from skillgrove.skills.safety import Action, SafetyPolicy, companion_files, scan_text
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_MAX = 64

@@ -75,8 +75,8 @@ def encoder():  # type: ignore[no-untyped-def]
     Its embedding cache is the product's own (``$SKILLGROVE_CACHE``, else ~/.cache/skillgrove):
     vectors are keyed by model and text, so a later run re-embeds only text it has not seen.
     """
-    from graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
-    from runtime.commands import cache_path
+    from skillgrove.graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
+    from skillgrove.runtime.commands import cache_path
 
     cache = EmbeddingCache(cache_path())
     return CachedEncoder(default_encoder(None, cache_path().parent), cache)

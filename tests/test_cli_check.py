@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cli import main
-from runtime.paths import bundled_library
+from skillgrove.runtime.cli import main
+from skillgrove.runtime.paths import bundled_library
 from tests.helpers import copy_fixture_library, write_group
 
 
@@ -78,7 +78,7 @@ def test_usage_error_exits_two() -> None:
 def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "SKILL.md").write_text("---\nname: s\ndescription: x: y\n---\n")
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "check", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", "check", str(tmp_path)],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert "Traceback" not in result.stdout + result.stderr

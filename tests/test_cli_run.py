@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.cli import main
+from skillgrove.runtime.cli import main
 from tests.helpers import write_group, write_skill
 
 

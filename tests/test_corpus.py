@@ -8,8 +8,8 @@ from io import StringIO
 
 import pytest
 
-from runtime.cli import main
-from skills import discover_skills
+from skillgrove.runtime.cli import main
+from skillgrove.skills import discover_skills
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpora is not here")

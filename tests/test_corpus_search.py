@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from graph import EmbeddedStore, Retriever, index_library
-from graph.embeddings import CachedEncoder
-from groups import load_library
+from skillgrove.graph import EmbeddedStore, Retriever, index_library
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.groups import load_library
 from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.slow,
@@ -50,7 +50,7 @@ def test_a_second_store_on_the_same_file_needs_no_rebuild(corpus_store: Embedded
 
 
 def test_chinese_tokens_hit_chinese_text(corpus_store: EmbeddedStore) -> None:
-    from graph.model import NodeKind
+    from skillgrove.graph.model import NodeKind
 
     hits = corpus_store.text_search(NodeKind.SKILL, "微信公众号", 5)
     names = [corpus_store.node(i).name for i, _ in hits]  # type: ignore[union-attr]

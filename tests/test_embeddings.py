@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph.embeddings import (
+from skillgrove.graph.embeddings import (
     OnnxEncoder,
     SentenceTransformerEncoder,
     default_encoder,
 )
-from graph.errors import ModelError
+from skillgrove.graph.errors import ModelError
 from tests.conftest import CORPUS
 
 TEXTS = [

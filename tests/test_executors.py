@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from groups import load_library
-from runtime.executors import Cancel, Outcome, SubprocessExecutor
-from runtime.runner import EventRecorder, Runner
-from skills import load_skill
-from skills.model import Skill
+from skillgrove.groups import load_library
+from skillgrove.runtime.executors import Cancel, Outcome, SubprocessExecutor
+from skillgrove.runtime.runner import EventRecorder, Runner
+from skillgrove.skills import load_skill
+from skillgrove.skills.model import Skill
 from tests.helpers import write_group, write_skill
 
 
@@ -225,7 +225,7 @@ def test_relative_path_inputs_point_to_the_callers_directory(tmp_path: Path) -> 
     work.mkdir()
     (work / "notes.txt").write_text("first line\nsecond\n")
     library = load_library([root])
-    from runtime.runner import RunOptions
+    from skillgrove.runtime.runner import RunOptions
 
     runner = Runner(library.groups, library.skills, SubprocessExecutor(),
                     options=RunOptions(workdir=work))

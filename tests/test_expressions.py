@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from groups.expressions import (
+from skillgrove.groups.expressions import (
     StepStatuses,
     evaluate,
     parse_expression,
@@ -15,7 +15,7 @@ from groups.expressions import (
     render,
     render_value,
 )
-from skills.errors import ExpressionEvalError, ExpressionSyntaxError
+from skillgrove.skills.errors import ExpressionEvalError, ExpressionSyntaxError
 
 SCOPE: dict[str, Any] = {
     "inputs": {"n": 2, "name": "Q3", "tags": ["urgent", "billing"], "empty": ""},

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groups import load_library
+from skillgrove.groups import load_library
 from tests.helpers import copy_fixture_library, write_group
 
 HEAD = "id: g\ndescription: d\nexamples: [e]\n"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from graph import EmbeddedStore, Retriever, index_library
-from graph.embeddings import CachedEncoder
-from graph.runlog import RunRecord, StepRecord
-from groups import load_library
-from runtime.inject import build_injection, count_tokens
+from skillgrove.graph import EmbeddedStore, Retriever, index_library
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.runlog import RunRecord, StepRecord
+from skillgrove.groups import load_library
+from skillgrove.runtime.inject import build_injection, count_tokens
 from tests.helpers import copy_fixture_library
 
 REPORT_REQUEST = "summarize the quarterly report PDF and email the key numbers to my team"

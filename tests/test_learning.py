@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from graph.learning import (
+from skillgrove.graph.learning import (
     HistoryError,
     HistoryRow,
     co_use_weights,
@@ -19,8 +19,8 @@ from graph.learning import (
     quality_from_runs,
     read_history,
 )
-from groups import load_group_text
-from runtime.cli import main
+from skillgrove.groups import load_group_text
+from skillgrove.runtime.cli import main
 from tests.conftest import FIXTURES
 
 BENCH = FIXTURES / "bench"
@@ -158,9 +158,9 @@ def test_calibration_holds_out_rows_the_calibration_library_never_saw(tmp_path: 
                                                                      encoder) -> None:  # type: ignore[no-untyped-def]
     """The held-out rows must be unseen: not an example, and not inside any group's text (an
     earlier version hid only the row's own example node, and every setting scored 97%)."""
-    from graph.embedded import EmbeddedStore
-    from graph.model import NodeKind
-    from runtime.bench import _build, read_dataset, split_history
+    from skillgrove.graph.embedded import EmbeddedStore
+    from skillgrove.graph.model import NodeKind
+    from skillgrove.runtime.bench import _build, read_dataset, split_history
 
     dataset = read_dataset(BENCH)
     history = [HistoryRow(str(i), f"{verb} the quarterly report number {i}.",
@@ -181,7 +181,7 @@ def test_calibration_holds_out_rows_the_calibration_library_never_saw(tmp_path: 
 
 
 def test_the_fast_route_is_cut_where_it_loses_nothing() -> None:
-    from runtime.bench import lossless_cut
+    from skillgrove.runtime.bench import lossless_cut
 
     # (lexical confidence, F1 on the fast route, F1 on the full path)
     sure = [(0.99, 1.0, 1.0)] * 30

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from graph import EmbeddedStore, Retriever, index_library
-from graph.embeddings import CachedEncoder
-from groups import Library, load_library
-from runtime.paths import bundled_library
+from skillgrove.graph import EmbeddedStore, Retriever, index_library
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.groups import Library, load_library
+from skillgrove.runtime.paths import bundled_library
 
 # Three requests per group, written differently from the group's own examples.
 PARAPHRASES = {

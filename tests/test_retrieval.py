@@ -11,10 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from graph import EdgeKind, EmbeddedStore, NodeKind, RequestContext, Retriever, index_library
-from graph.embeddings import CachedEncoder
-from groups import load_library
-from skills import LoadOptions
+from skillgrove.graph import (
+    EdgeKind,
+    EmbeddedStore,
+    NodeKind,
+    RequestContext,
+    Retriever,
+    index_library,
+)
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.groups import load_library
+from skillgrove.skills import LoadOptions
 from tests.helpers import copy_fixture_library
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,7 +132,7 @@ def test_recent_skills_in_context_lift_the_ranking(indexed: tuple[Path, Embedded
 def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEncoder) -> None:
     from dataclasses import replace
 
-    from graph.indexer import build_graph
+    from skillgrove.graph.indexer import build_graph
 
     library = load_library([copy_fixture_library(tmp_path / "lib")])
     nodes, vectors, edges = build_graph(library, encoder)
@@ -185,7 +192,7 @@ def test_a_second_process_searches_without_rebuilding(tmp_path: Path,
     before = (index_dir / "graph.sqlite").stat().st_mtime_ns
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SKILLGROVE_CACHE": str(tmp_path / "c2")}
     result = subprocess.run(
-        [sys.executable, "-m", "runtime.cli", "search", "--index", str(index_dir), "--json",
+        [sys.executable, "-m", "skillgrove.runtime.cli", "search", "--index", str(index_dir), "--json",
          "make the weekly KPI report from this CSV and mail it to the team"],
         capture_output=True, text=True, cwd=REPO, env=env, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -197,9 +204,9 @@ def test_a_second_process_searches_without_rebuilding(tmp_path: Path,
 def test_search_without_an_index_says_what_to_do(tmp_path: Path) -> None:
     from io import StringIO
 
-    from runtime.cli import main
+    from skillgrove.runtime.cli import main
 
-    err = subprocess.run([sys.executable, "-m", "runtime.cli", "search", "x", "--index",
+    err = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", "search", "x", "--index",
                           str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO,
                          check=False)
     assert err.returncode == 1
@@ -211,7 +218,7 @@ def test_search_without_an_index_says_what_to_do(tmp_path: Path) -> None:
 def test_graph_cli_neighbors_and_export(tmp_path: Path) -> None:
     from io import StringIO
 
-    from runtime.cli import main
+    from skillgrove.runtime.cli import main
 
     root = copy_fixture_library(tmp_path / "lib")
     index = tmp_path / "index"
@@ -236,8 +243,8 @@ def test_graph_cli_neighbors_and_export(tmp_path: Path) -> None:
 def test_close_runner_up_groups_lead_the_single_skill_ranking(encoder: CachedEncoder) -> None:
     import numpy as np
 
-    from graph.model import NodeRecord
-    from graph.retrieval import GroupChoice, ScoredSkill
+    from skillgrove.graph.model import NodeRecord
+    from skillgrove.graph.retrieval import GroupChoice, ScoredSkill
 
     def skill(sid: str) -> NodeRecord:
         return NodeRecord(sid, NodeKind.SKILL, sid, sid, sid, {"description": sid})
@@ -266,8 +273,8 @@ def test_index_learns_quality_and_co_use_from_the_run_log(tmp_path: Path) -> Non
     `skillgrove index`, and the toolbox says what was demoted."""
     from io import StringIO
 
-    from graph.runlog import RunRecord, SqliteRunLog, StepRecord
-    from runtime.cli import main
+    from skillgrove.graph.runlog import RunRecord, SqliteRunLog, StepRecord
+    from skillgrove.runtime.cli import main
 
     root = copy_fixture_library(tmp_path / "lib")
     index = tmp_path / "index"

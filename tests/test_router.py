@@ -7,13 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from graph.embedded import EmbeddedStore
-from graph.embeddings import CachedEncoder
-from graph.indexer import index_library
-from graph.retrieval import Retriever
-from graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
-from groups.library import load_library
-from skills.loader import LoadOptions
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.indexer import index_library
+from skillgrove.graph.retrieval import Retriever
+from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
+from skillgrove.groups.library import load_library
+from skillgrove.skills.loader import LoadOptions
 from tests.conftest import FIXTURES
 
 EXAMPLES = {
@@ -130,7 +130,7 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
                                                           tmp_path) -> None:  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
-    from graph.retrieval import DEFAULT_CONFIG
+    from skillgrove.graph.retrieval import DEFAULT_CONFIG
 
     library = load_library([FIXTURES / "library"], LoadOptions())
     store = EmbeddedStore(tmp_path / "graph.sqlite")

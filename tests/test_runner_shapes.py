@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from graph.runlog import SqliteRunLog
-from groups import load_group_text
-from groups.model import Group
-from runtime.executors import InProcessExecutor
-from runtime.runner import EventRecorder, RunError, Runner, RunOptions
-from skills.model import Entrypoint, Skill
+from skillgrove.graph.runlog import SqliteRunLog
+from skillgrove.groups import load_group_text
+from skillgrove.groups.model import Group
+from skillgrove.runtime.executors import InProcessExecutor
+from skillgrove.runtime.runner import EventRecorder, RunError, Runner, RunOptions
+from skillgrove.skills.model import Entrypoint, Skill
 
 NAMES = ["emit", "join", "slow", "boom", "flaky", "hang", "track"]
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from groups.loader import GROUP_FIELDS, INPUT_FIELDS, RETRY_FIELDS, STEP_FIELDS
-from groups.schema import group_schema
-from runtime.paths import bundled_library
+from skillgrove.groups.loader import GROUP_FIELDS, INPUT_FIELDS, RETRY_FIELDS, STEP_FIELDS
+from skillgrove.groups.schema import group_schema
+from skillgrove.runtime.paths import bundled_library
 from tests.conftest import FIXTURES
 
 

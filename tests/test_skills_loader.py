@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from skills import LoadOptions, SafetyPolicy, discover_skills, load_skill
-from skills.model import ID_SIDECAR
+from skillgrove.skills import LoadOptions, SafetyPolicy, discover_skills, load_skill
+from skillgrove.skills.model import ID_SIDECAR
 from tests.helpers import write_skill
 
 MINIMAL = """

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graph import (
+from skillgrove.graph import (
     Edge,
     EdgeKind,
     EmbeddedStore,
@@ -29,10 +29,10 @@ from graph import (
     Retriever,
     index_library,
 )
-from graph.bm25 import BM25
-from graph.embeddings import CachedEncoder, Vectors
-from graph.text import tokenize
-from groups import load_library
+from skillgrove.graph.bm25 import BM25
+from skillgrove.graph.embeddings import CachedEncoder, Vectors
+from skillgrove.graph.text import tokenize
+from skillgrove.groups import load_library
 from tests.helpers import copy_fixture_library
 
 DIMS = 384
@@ -186,7 +186,7 @@ def test_update_is_decided_by_content_hash(store: GraphStore) -> None:
 
 
 def test_a_new_node_without_a_vector_is_refused_and_nothing_written(store: GraphStore) -> None:
-    from graph.errors import StoreError
+    from skillgrove.graph.errors import StoreError
 
     store.sync(NODES, VECTORS, EDGES)
     extra = node("sk-new", NodeKind.SKILL, "new-skill", "a new skill")

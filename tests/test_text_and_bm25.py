@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from rank_bm25 import BM25Okapi
 
-from graph.bm25 import BM25
-from graph.text import tokenize
-from skills import discover_skills
+from skillgrove.graph.bm25 import BM25
+from skillgrove.graph.text import tokenize
+from skillgrove.skills import discover_skills
 from tests.conftest import CORPUS
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from skills.loader import load_skill
-from skills.model import Skill
+from skillgrove.skills.loader import load_skill
+from skillgrove.skills.model import Skill
 
 LIBRARY = Path(__file__).resolve().parents[2] / "library"
 SAMPLES = LIBRARY / "samples"

@@ -30,11 +30,11 @@ import pytest
 from aiosmtpd.controller import Controller
 from pypdf import PdfReader
 
-from graph.runlog import RunRecord
-from groups.library import Library, load_library
-from runtime.events import Event, EventKind
-from runtime.executors import SubprocessExecutor
-from runtime.runner import EventRecorder, Runner, RunOptions
+from skillgrove.graph.runlog import RunRecord
+from skillgrove.groups.library import Library, load_library
+from skillgrove.runtime.events import Event, EventKind
+from skillgrove.runtime.executors import SubprocessExecutor
+from skillgrove.runtime.runner import EventRecorder, Runner, RunOptions
 from tests.library.conftest import LIBRARY, SAMPLES
 
 SENDER = "skillgrove@larkspur.example"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from groups import Library, load_library
-from runtime.cli import main
+from skillgrove.groups import Library, load_library
+from skillgrove.runtime.cli import main
 from tests.library.conftest import LIBRARY, SAMPLES, call_skill, skill_definition, skill_module
 
 SKILL_NAMES = sorted(p.parent.name for p in (LIBRARY / "skills").glob("*/SKILL.md"))

@@ -6,7 +6,7 @@ import socket
 
 from neo4j import Driver, GraphDatabase
 
-from graph.neo4j_store import Neo4jConfig, Neo4jStore
+from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
 from tests.conftest import NEO4J_URI
 
 

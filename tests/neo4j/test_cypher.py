@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from graph import cypher
-from graph.bm25 import BM25
-from graph.model import EdgeKind, NodeKind
-from graph.text import tokenize
+from skillgrove.graph import cypher
+from skillgrove.graph.bm25 import BM25
+from skillgrove.graph.model import EdgeKind, NodeKind
+from skillgrove.graph.text import tokenize
 
 HOSTILE = "x'}) DETACH DELETE n // `$p` \"q\" \n {a: 1}"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph import cypher
-from graph.errors import StoreError
-from graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from graph.neo4j_store import Neo4jConfig, Neo4jStore, check_server_version
+from skillgrove.graph import cypher
+from skillgrove.graph.errors import StoreError
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore, check_server_version
 from tests.conftest import NEO4J_URI
 from tests.neo4j import support
 from tests.neo4j.tcp_proxy import TcpProxy
@@ -78,7 +78,7 @@ def test_the_cli_says_what_to_do_without_a_traceback(tmp_path: Path, command: li
     args = [*command, "--store", "neo4j"]
     if command[0] == "index":
         args.append(str(REPO / "tests" / "fixtures" / "library"))
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", *args], capture_output=True,
                             text=True, cwd=REPO, env=env, check=False, timeout=120)
     assert result.returncode == 1
     assert result.stderr.startswith(f"skillgrove: cannot reach Neo4j at {uri}")
@@ -290,8 +290,8 @@ def test_a_connection_cut_mid_sync_leaves_the_previous_graph(store: Neo4jStore) 
 @pytest.mark.neo4j
 def test_a_new_tokenizer_rewrites_the_stored_tokens(store: Neo4jStore,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import graph.neo4j_store as module
-    from graph.text import tokenize
+    import skillgrove.graph.neo4j_store as module
+    from skillgrove.graph.text import tokenize
 
     records = [skill(i) for i in range(5)]
     vectors = vectors_for(records, 6)

@@ -102,6 +102,10 @@ def skill_record(skill: Skill) -> NodeRecord:
         "inputs": list(skill.input_properties()),
         "required_inputs": list(skill.required_inputs()),
         "outputs": list(skill.output_properties()),
+        "input_schema": dict(skill.inputs) if skill.inputs else None,
+        "output_schema": dict(skill.outputs) if skill.outputs else None,
+        "root": str(skill.root),
+        "entrypoint": skill.entrypoint.kind if skill.entrypoint else None,
     }
     return NodeRecord(skill.id, NodeKind.SKILL, skill.name, text,
                       _digest(skill.content_hash, text, data), data)
@@ -146,6 +150,7 @@ def group_record(group: Group, skills: Mapping[str, Skill]) -> NodeRecord:
                     "has_default": i.has_default, "description": i.description}
                    for i in group.inputs],
         "subgroups": [s.group for s in group.steps if s.group],
+        "expose": list(group.expose),
     }
     return NodeRecord(group_id(group), NodeKind.GROUP, group.name, text,
                       _digest(group.content_hash, text, data), data)

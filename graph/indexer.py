@@ -6,6 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -181,20 +182,31 @@ def fit_router(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
 def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   progress: Progress | None = None,
                   co_use: Mapping[tuple[str, str], float] | None = None,
-                  runs: Sequence[Mapping[str, Any]] = ()) -> IndexResult:
+                  runs: Sequence[Mapping[str, Any]] = (),
+                  write_lock: AbstractContextManager[Any] | None = None,
+                  meta: Mapping[str, str] | None = None) -> IndexResult:
+    """Embed what is new, then write the graph and its metadata.
+
+    The slow part (embedding, fitting the router) happens first; only the writes run under
+    ``write_lock``, so a server holding the matching read lock around each search keeps
+    answering during a re-index and every search sees the old index or the new one."""
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs)
-    report = store.sync(nodes, vectors, edges)
     router = fit_router(nodes, vectors)
     text = router.to_text() if router is not None else ""
-    # Router, its digest, then the generation: readers look again once the generation changes.
-    store.set_meta(ROUTER_KEY, text)
     router_digest = digest(text) if text else ""
-    store.set_meta(ROUTER_DIGEST_KEY, router_digest)
-    store.set_meta(GENERATION_KEY, generation(nodes, edges, encoder.name, router_digest))
-    store.set_meta("model", encoder.name)
-    store.set_meta("roots", "\n".join(str(r) for r in library.roots))
+    with write_lock or nullcontext():
+        report = store.sync(nodes, vectors, edges)
+        # Router, its digest, then the generation: readers look again once the generation
+        # changes.
+        store.set_meta(ROUTER_KEY, text)
+        store.set_meta(ROUTER_DIGEST_KEY, router_digest)
+        store.set_meta(GENERATION_KEY, generation(nodes, edges, encoder.name, router_digest))
+        store.set_meta("model", encoder.name)
+        store.set_meta("roots", "\n".join(str(r) for r in library.roots))
+        for key, value in (meta or {}).items():
+            store.set_meta(key, value)
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),
                        sum(1 for n in nodes if n.kind is NodeKind.GROUP),
                        getattr(encoder, "embedded", 0) - before, time.perf_counter() - started)

@@ -10,6 +10,7 @@ Layout of a library root (every part optional)::
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from skillgrove.skills.model import Skill
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 GROUP_SUFFIXES = (".yaml", ".yml")
+_UNREAD_FILES = frozenset({".skill_id", ".DS_Store"})
+"""Files a load never depends on (``.skill_id`` is written by indexing itself)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,31 @@ def find_group_files(root: Path) -> list[Path]:
         found.extend(here / name for name in sorted(filenames)
                      if is_group_file(here / name, root))
     return found
+
+
+def library_fingerprint(paths: Sequence[Path]) -> str:
+    """A digest of every file a library load reads (names, sizes, modification times), cheap
+    enough to compute per request: it changes when a skill or group is added, edited or
+    removed, so an index built earlier can tell it is stale."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"root\0{path}\0".encode())
+        if path.is_file():
+            stat = path.stat()
+            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+            continue
+        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            for name in sorted(filenames):
+                if name in _UNREAD_FILES:
+                    continue
+                full = os.path.join(dirpath, name)
+                try:
+                    stat = os.lstat(full)
+                except OSError:
+                    continue
+                digest.update(f"{full}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def split_paths(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:

@@ -33,7 +33,8 @@ from skillgrove.skills.errors import ExpressionSyntaxError
 from skillgrove.skills.model import content_hash
 
 GROUP_FIELDS = ("id", "name", "description", "examples", "inputs", "steps", "outputs", "tags",
-                "version")
+                "version", "expose")
+EXPOSE_VALUES = ("tool",)
 STEP_FIELDS = ("id", "name", "skill", "group", "with", "needs", "if", "retry", "timeout",
                "continue_on_error")
 INPUT_FIELDS = ("type", "required", "default", "description", "enum")
@@ -194,6 +195,7 @@ class _GroupParser:
                    "few sample requests this group serves", key=True)
         tags = self.string_list(data, "tags", ())
         version = data.get("version")
+        expose = self.expose(data)
         inputs = self.inputs(data.get("inputs"))
         steps = self.steps(data.get("steps"))
         outputs = self.outputs(data.get("outputs"))
@@ -205,8 +207,26 @@ class _GroupParser:
         return Group(
             id=group_id, name=name, description=description.strip(), path=path,
             content_hash=digest, examples=examples, inputs=inputs, steps=steps, outputs=outputs,
-            tags=tags, version=str(version) if version is not None else None, source=r.source,
+            tags=tags, version=str(version) if version is not None else None, expose=expose,
+            source=r.source,
         )
+
+    def expose(self, data: Mapping[str, Any]) -> tuple[str, ...]:
+        """``expose: tool`` (or a list): where the group is offered as its own entry point."""
+        raw = data.get("expose")
+        if raw is None:
+            return ()
+        values = [raw] if isinstance(raw, str) else raw
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            self.r.error("invalid-expose", ("expose",), "expose must be 'tool' or a list of "
+                         "such values", hint="write `expose: tool`")
+            return ()
+        for value in values:
+            if value not in EXPOSE_VALUES:
+                self.r.error("invalid-expose", ("expose",), f"unknown expose value '{value}'",
+                             hint=did_you_mean(value, EXPOSE_VALUES)
+                             or "use one of " + ", ".join(EXPOSE_VALUES))
+        return tuple(v for v in values if v in EXPOSE_VALUES)
 
     # -- fields -----------------------------------------------------------------------------
 

@@ -90,6 +90,9 @@ class Group:
     outputs: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     tags: tuple[str, ...] = ()
     version: str | None = None
+    expose: tuple[str, ...] = ()
+    """Where the group is offered as an entry point of its own: ``tool`` makes it an MCP tool
+    whose input schema is the group's inputs."""
     source: SourceMap = field(default_factory=SourceMap, hash=False, compare=False, repr=False)
 
     def step(self, step_id: str) -> Step:

@@ -42,14 +42,17 @@ from skillgrove.groups.expressions import (
 )
 from skillgrove.groups.loader import matches_type
 from skillgrove.groups.model import Group, RetryPolicy, Step
+from skillgrove.runtime.errors import EngineError
 from skillgrove.runtime.events import Event, EventKind, EventSink, ignore
 from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome
-from skillgrove.skills.errors import ExpressionError, SkillgroveError
+from skillgrove.skills.errors import ExpressionError
 from skillgrove.skills.model import Skill
 
 
-class RunError(SkillgroveError):
+class RunError(EngineError):
     """A run cannot start: unknown group, missing or ill-typed inputs."""
+
+    code = "run_error"
 
 
 @dataclass(frozen=True)

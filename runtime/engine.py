@@ -1,0 +1,778 @@
+"""The engine: one object that every interface calls (the CLI, the MCP server, the HTTP API).
+
+>>> from skillgrove import Skillgrove
+>>> engine = Skillgrove(["library"])                  # or Skillgrove() for $SKILLGROVE_PATH
+>>> toolbox = engine.search("summarize the quarterly report PDF and email it to my team")
+>>> engine.views.toolbox(toolbox)["shape"]
+'group'
+>>> record = engine.run("report-analysis", {"pdf_path": "q3.pdf"}, {"team_email": "t@x.io"})
+
+It holds the library (loaded once, reloaded when its files change), the store (embedded by
+default, or Neo4j), the encoder and the run log, so a process that serves many requests pays for
+each of them once. Everything heavy — the model, the stores, the YAML and JSON Schema machinery —
+is imported on first use: ``import skillgrove`` stays cheap.
+
+**Freshness.** The index remembers a fingerprint of the library's files. ``search``, ``ask`` and
+``inject`` compare it with the files on disk (at most once a second) and re-index what changed
+before answering; a server that runs :meth:`Skillgrove.watch` re-indexes as files change instead.
+
+**Concurrency.** Searches hold a read lock; a re-index embeds new text outside it and takes the
+write lock only to apply the new graph, so every search sees the old index or the new one.
+
+**Last good version.** When a group file that used to validate stops validating, the group
+keeps serving as it was, and :meth:`Skillgrove.groups` and :meth:`Skillgrove.health` report it
+with its errors until it is fixed or removed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from skillgrove.runtime.errors import InvalidRequestError, NotFoundError
+
+if TYPE_CHECKING:
+    from skillgrove.graph.embeddings import Encoder
+    from skillgrove.graph.indexer import IndexResult
+    from skillgrove.graph.model import NodeRecord
+    from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
+    from skillgrove.graph.runlog import RunRecord, SqliteRunLog
+    from skillgrove.graph.store import GraphStore
+    from skillgrove.groups.library import Library
+    from skillgrove.groups.model import Group
+    from skillgrove.runtime.events import Event
+    from skillgrove.runtime.executors import Executor
+    from skillgrove.runtime.inject import Format, Injection
+    from skillgrove.runtime.runner import Plan
+    from skillgrove.runtime.views import ToolboxViews
+    from skillgrove.skills.model import Skill
+
+INDEX_FILE = "graph.sqlite"
+RUN_LOG_FILE = "runs.sqlite"
+FINGERPRINT_KEY = "library_fingerprint"
+PATHS_KEY = "library_paths"
+SKILL_RUN_PREFIX = "skill:"
+"""Runs of one skill on its own are recorded under the group id ``skill:<name>``."""
+FRESHNESS_INTERVAL = 1.0
+MAX_SKILL_FILE_BYTES = 1024 * 1024
+
+EventCallback = Callable[["Event"], None]
+
+
+def cache_dir() -> Path:
+    """``$SKILLGROVE_CACHE``, else ``~/.cache/skillgrove``: embeddings and the ONNX export."""
+    configured = os.environ.get("SKILLGROVE_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "skillgrove"
+
+
+def default_index_dir() -> Path:
+    configured = os.environ.get("SKILLGROVE_INDEX")
+    return Path(configured) if configured else Path(".skillgrove")
+
+
+@dataclass(frozen=True)
+class SkillFile:
+    path: str
+    """Relative to the skill folder, with ``/`` separators."""
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SkillDetails:
+    """A skill with its instructions and the files of its folder (progressive disclosure)."""
+
+    view: Mapping[str, Any]
+    body: str
+    files: tuple[SkillFile, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.view, "body": self.body,
+                "files": [{"path": f.path, "size": f.size, "sha256": f.sha256}
+                          for f in self.files]}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What :meth:`Skillgrove.ask` did: the toolbox, the run (if a group ran) and the block."""
+
+    toolbox: Toolbox
+    run: RunRecord | None
+    injection: Injection
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Health:
+    ready: bool
+    skills: int
+    groups: int
+    broken_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Groups serving their last good version, with the errors of the file on disk."""
+    last_refresh: float | None = None
+    last_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ready": self.ready, "skills": self.skills, "groups": self.groups,
+                "broken_groups": {k: list(v) for k, v in self.broken_groups.items()},
+                "last_refresh": self.last_refresh, "last_error": self.last_error}
+
+
+class _ReadWriteLock:
+    """Many readers or one writer; a waiting writer lets no new reader in."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class Skillgrove:
+    """The skillgrove engine. See the module docstring for an example.
+
+    ``paths``: library folders (or group files), earliest first. Without them: the folders the
+    index was built from, else ``$SKILLGROVE_PATH``, else the bundled library.
+    ``index``: the folder of the embedded index and the run log (default ``$SKILLGROVE_INDEX``,
+    else ``./.skillgrove``). ``store``: ``"embedded"``, ``"neo4j"`` (configured from the
+    environment) or a :class:`GraphStore`. ``model``: a sentence-transformers folder;
+    ``encoder``: an :class:`Encoder` to use instead. ``auto_refresh``: re-index a changed library
+    before answering (servers that :meth:`watch` turn it off).
+    """
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]] | None = None, *,
+                 index: str | os.PathLike[str] | None = None,
+                 store: Literal["embedded", "neo4j"] | GraphStore = "embedded",
+                 model: str | os.PathLike[str] | None = None,
+                 encoder: Encoder | None = None,
+                 allow_rules: Sequence[str] = (),
+                 concurrency: int = 4,
+                 retrieval: RetrievalConfig | None = None,
+                 executor: Executor | None = None,
+                 auto_refresh: bool = True,
+                 log: Callable[[str], None] | None = None) -> None:
+        if concurrency < 1:
+            raise InvalidRequestError("concurrency", "must be at least 1")
+        self._explicit_paths = [Path(p) for p in paths] if paths else None
+        self.index_dir = Path(index) if index is not None else default_index_dir()
+        self._store_choice = store
+        self._model = str(model) if model is not None else None
+        self._encoder_given = encoder
+        self.allow_rules = frozenset(allow_rules)
+        self.concurrency = concurrency
+        self._retrieval = retrieval
+        self._executor = executor
+        self.auto_refresh = auto_refresh
+        self.log = log or (lambda message: None)
+        self._init_lock = threading.RLock()
+        self._refresh_lock = threading.Lock()
+        self._index_lock = _ReadWriteLock()
+        self._store: GraphStore | None = None
+        self._encoder: Encoder | None = None
+        self._retriever: Retriever | None = None
+        self._run_log: SqliteRunLog | None = None
+        self._library: Library | None = None
+        self._library_fingerprint: str | None = None
+        self._broken: dict[str, tuple[str, ...]] = {}
+        self._checked_at = 0.0
+        self._last_refresh: float | None = None
+        self._last_error: str | None = None
+        self._listeners: list[Callable[[Library], None]] = []
+
+    # -- the parts, made on first use ---------------------------------------------------------
+
+    @property
+    def store_kind(self) -> str:
+        choice = self._store_choice
+        return choice if isinstance(choice, str) else type(choice).__name__
+
+    @property
+    def store(self) -> GraphStore:
+        with self._init_lock:
+            if self._store is None:
+                choice = self._store_choice
+                if choice == "neo4j":
+                    from skillgrove.graph.neo4j_store import Neo4jStore
+
+                    self._store = Neo4jStore.from_environment()
+                elif choice == "embedded":
+                    from skillgrove.graph.embedded import EmbeddedStore
+
+                    self._store = EmbeddedStore(self.index_dir / INDEX_FILE)
+                elif isinstance(choice, str):
+                    raise InvalidRequestError("store", f"unknown store '{choice}' "
+                                              "(use embedded or neo4j)")
+                else:
+                    self._store = choice
+            return self._store
+
+    @property
+    def encoder(self) -> Encoder:
+        with self._init_lock:
+            if self._encoder is None:
+                if self._encoder_given is not None:
+                    self._encoder = self._encoder_given
+                else:
+                    from skillgrove.graph.embeddings import (
+                        CachedEncoder,
+                        EmbeddingCache,
+                        default_encoder,
+                    )
+
+                    self._encoder = CachedEncoder(
+                        default_encoder(self._model, cache_dir()),
+                        EmbeddingCache(cache_dir() / "embeddings.sqlite"))
+            return self._encoder
+
+    @property
+    def retriever(self) -> Retriever:
+        with self._init_lock:
+            if self._retriever is None:
+                from skillgrove.graph.retrieval import DEFAULT_CONFIG, Retriever
+
+                self._retriever = Retriever(self.store, self.encoder,
+                                            self._retrieval or DEFAULT_CONFIG)
+            return self._retriever
+
+    @property
+    def run_log(self) -> SqliteRunLog:
+        with self._init_lock:
+            if self._run_log is None:
+                from skillgrove.graph.runlog import SqliteRunLog
+
+                self._run_log = SqliteRunLog(self.index_dir / RUN_LOG_FILE)
+            return self._run_log
+
+    @property
+    def paths(self) -> list[Path]:
+        """The library folders this engine serves."""
+        if self._explicit_paths:
+            return list(self._explicit_paths)
+        indexed = self._indexed_paths()
+        if indexed:
+            return indexed
+        from skillgrove.runtime.paths import default_paths
+
+        return default_paths()
+
+    def _indexed_paths(self) -> list[Path]:
+        if self._store is None and self._store_choice == "embedded" \
+                and not (self.index_dir / INDEX_FILE).exists():
+            return []
+        text = self.store.get_meta(PATHS_KEY) or ""
+        return [Path(p) for p in text.split("\n") if p]
+
+    @property
+    def library(self) -> Library:
+        """The library as last loaded (loaded now if it never was)."""
+        with self._init_lock:
+            if self._library is None:
+                self._library, self._library_fingerprint = self._load()
+            return self._library
+
+    def _load(self, *, write_ids: bool = False) -> tuple[Library, str]:
+        from skillgrove.groups.library import library_fingerprint, load_library
+        from skillgrove.skills.loader import LoadOptions
+        from skillgrove.skills.safety import SafetyPolicy
+
+        paths = self.paths
+        fingerprint = library_fingerprint(paths)
+        options = LoadOptions(safety=SafetyPolicy(allow=self.allow_rules), write_ids=write_ids)
+        library = load_library(paths, options)
+        return self._keep_last_good(library), fingerprint
+
+    def _keep_last_good(self, library: Library) -> Library:
+        """Groups that validated before and whose file now has errors keep their last good
+        version, as long as it still validates against the new skills."""
+        from skillgrove.groups.validate import validate_group
+
+        previous = self._library
+        broken: dict[str, tuple[str, ...]] = {}
+        if previous is None:
+            self._broken = broken
+            return library
+        groups = dict(library.groups)
+        on_disk = {load.group.id: load for load in library.group_loads if load.group is not None}
+        for gid, old in previous.groups.items():
+            if gid in groups:
+                continue
+            load = on_disk.get(gid)
+            errors = tuple(d.format() for d in library.errors
+                           if d.path is not None and Path(d.path) == old.path)
+            if load is None and not errors:
+                continue  # removed (or renamed): gone for good
+            if any(d.is_error for d in validate_group(old, library.catalog.active, groups)):
+                continue
+            groups[gid] = old
+            broken[gid] = errors or ("the file no longer loads",)
+        self._broken = broken
+        return replace(library, groups=groups) if broken else library
+
+    def reload(self) -> Library:
+        """Load the library again from disk (the index is not touched)."""
+        with self._init_lock:
+            self._library, self._library_fingerprint = self._load()
+            return self._library
+
+    # -- indexing ------------------------------------------------------------------------------
+
+    def index(self, progress: Callable[[str, int, int], None] | None = None) -> IndexResult:
+        """Index the library into the store: only what changed is written and embedded."""
+        from skillgrove.graph.indexer import index_library
+
+        with self._refresh_lock:
+            with self._init_lock:
+                library, fingerprint = self._load(write_ids=True)
+                self._library, self._library_fingerprint = library, fingerprint
+            runs = self._recorded_runs()
+            meta = {FINGERPRINT_KEY: fingerprint,
+                    PATHS_KEY: "\n".join(str(p) for p in self.paths)}
+            result = index_library(library, self.store, self.encoder, progress, runs=runs,
+                                   write_lock=self._index_lock.write(), meta=meta)
+            self._last_refresh = time.time()
+            self._last_error = None
+            self._checked_at = time.monotonic()
+        for listener in list(self._listeners):
+            listener(library)
+        return result
+
+    def _recorded_runs(self) -> list[dict[str, Any]]:
+        if not (self.index_dir / RUN_LOG_FILE).exists():
+            return []
+        return [run.to_dict() for run in self.run_log.list(limit=1_000_000)
+                if not run.group.startswith(SKILL_RUN_PREFIX)]
+
+    def is_indexed(self) -> bool:
+        if self._store_choice == "embedded" and self._store is None \
+                and not (self.index_dir / INDEX_FILE).exists():
+            return False
+        return bool(self.store.get_meta(FINGERPRINT_KEY) or self.store.get_meta("roots"))
+
+    def stale(self) -> bool:
+        """True when the library's files differ from what the index was built from."""
+        from skillgrove.groups.library import library_fingerprint
+
+        if not self.is_indexed():
+            return True
+        return self.store.get_meta(FINGERPRINT_KEY) != library_fingerprint(self.paths)
+
+    def ensure_fresh(self, *, force: bool = False) -> IndexResult | None:
+        """Index now if there is no index or the library changed since (checked at most once a
+        second unless ``force``)."""
+        now = time.monotonic()
+        if not force and now - self._checked_at < FRESHNESS_INTERVAL:
+            return None
+        self._checked_at = now
+        if not self.is_indexed():
+            self.log(f"no index yet: indexing {', '.join(map(str, self.paths))}")
+            return self.index()
+        if self.stale():
+            self.log("the library changed since it was indexed: re-indexing")
+            return self.index()
+        return None
+
+    def _before_answer(self) -> None:
+        if self.auto_refresh:
+            self.ensure_fresh()
+        elif not self.is_indexed():
+            self.index()
+
+    # -- retrieval -----------------------------------------------------------------------------
+
+    def search(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
+               k: int = 10) -> Toolbox:
+        """The toolbox for ``request``: a group, or single skills with suggestions."""
+        if not isinstance(request, str) or not request.strip():
+            raise InvalidRequestError("request", "must be a non-empty string")
+        if not isinstance(k, int) or k < 1:
+            raise InvalidRequestError("k", "must be a positive integer")
+        ctx = self.context(context)
+        self._before_answer()
+        with self._index_lock.read():
+            return self.retriever.search(request, ctx, k=k)
+
+    @staticmethod
+    def context(value: RequestContext | Mapping[str, Any] | None) -> RequestContext:
+        """A :class:`RequestContext` from ``{"values": …, "recent_skills": …,
+        "conversation": …}`` (or one already made)."""
+        from skillgrove.graph.retrieval import RequestContext
+
+        if value is None:
+            return RequestContext()
+        if isinstance(value, RequestContext):
+            return value
+        if not isinstance(value, Mapping):
+            raise InvalidRequestError("context", "must be an object with values, "
+                                      "recent_skills and conversation")
+        for key, kind in (("values", Mapping), ("recent_skills", list),
+                          ("conversation", list)):
+            if value.get(key) is not None and not isinstance(value[key], kind):
+                expected = "an object" if kind is Mapping else "a list of strings"
+                raise InvalidRequestError(f"context.{key}", f"must be {expected}")
+        return RequestContext.from_json(value)
+
+    @property
+    def views(self) -> ToolboxViews:
+        from skillgrove.runtime.views import ToolboxViews
+
+        library = self.library
+        return ToolboxViews(library.catalog.by_id(), library.groups, library.skills,
+                            record=self._record)
+
+    def _record(self, node_id: str) -> NodeRecord | None:
+        return self.store.node(node_id)
+
+    def toolbox(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
+                k: int = 10) -> dict[str, Any]:
+        """:meth:`search`, as the JSON view every interface returns."""
+        return self.views.toolbox(self.search(request, context, k))
+
+    # -- the library ---------------------------------------------------------------------------
+
+    def skill(self, name: str) -> SkillDetails:
+        """A skill by name (or id): its view, instructions and the files of its folder."""
+        from skillgrove.runtime.views import skill_view
+
+        found = self._skill(name)
+        return SkillDetails(skill_view(found), found.body(), tuple(_skill_files(found)))
+
+    def _skill(self, name: str) -> Skill:
+        library = self.library
+        found = library.skills.get(name) or library.catalog.by_id().get(name)
+        if found is None:
+            raise NotFoundError.named("skill", name, list(library.skills))
+        return found
+
+    def skill_file(self, name: str, file: str) -> bytes:
+        """One file of a skill's folder, by its relative path (never outside the folder)."""
+        found = self._skill(name)
+        listed = {f.path for f in _skill_files(found)}
+        if file not in listed:
+            raise NotFoundError.named("file", file, sorted(listed), f"in skill '{found.name}'")
+        return (found.folder / file).read_bytes()
+
+    def group(self, group_id: str) -> Group:
+        library = self.library
+        gid = group_id.removeprefix("group:")
+        found = library.groups.get(gid)
+        if found is None:
+            broken = [load for load in library.group_loads
+                      if load.group is not None and load.group.id == gid]
+            if broken:
+                errors = [d for d in library.errors if d.path == broken[0].group.path]  # type: ignore[union-attr]
+                first = errors[0].format() if errors else "it does not validate"
+                raise NotFoundError(f"group '{gid}' has {len(errors)} errors and cannot be used;"
+                                    f" the first: {first}", {"kind": "group", "name": gid})
+            raise NotFoundError.named("group", gid, list(library.groups))
+        return found
+
+    def groups(self) -> list[dict[str, Any]]:
+        """Every group file: valid, serving its last good version, or with errors."""
+        from skillgrove.runtime.views import group_view
+
+        library = self.library
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for gid, group in sorted(library.groups.items()):
+            view = group_view(group, library.skills)
+            view["status"] = "last-good" if gid in self._broken else "valid"
+            view["errors"] = list(self._broken.get(gid, ()))
+            out.append(view)
+            seen.add(gid)
+        for load in library.group_loads:
+            if load.group is not None and load.group.id in seen:
+                continue
+            errors = [d.format() for d in load.diagnostics if d.is_error]
+            if load.group is not None:
+                errors += [d.format() for d in library.errors
+                           if d.path == load.group.path and d.format() not in errors]
+            out.append({"id": load.group.id if load.group else None,
+                        "name": load.group.name if load.group else None,
+                        "location": str(load.path), "status": "errors", "errors": errors})
+        return out
+
+    def health(self) -> Health:
+        library = self.library
+        return Health(ready=self.is_indexed(), skills=len(library.skills),
+                      groups=len(library.groups), broken_groups=dict(self._broken),
+                      last_refresh=self._last_refresh, last_error=self._last_error)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _runner(self, on_event: EventCallback | None, groups: Mapping[str, Group] | None = None,
+                ) -> Any:
+        from skillgrove.runtime.events import ignore
+        from skillgrove.runtime.executors import SubprocessExecutor
+        from skillgrove.runtime.runner import Runner, RunOptions
+
+        library = self.library
+        return Runner(groups if groups is not None else library.groups, library.skills,
+                      self._executor or SubprocessExecutor(), run_log=self.run_log,
+                      events=on_event or ignore,
+                      options=RunOptions(max_concurrency=self.concurrency))
+
+    def plan(self, group: str, inputs: Mapping[str, Any] | None = None,
+             context: Mapping[str, Any] | None = None) -> Plan:
+        """How ``group`` would run with these inputs: levels, resolved ``with``, skips."""
+        found = self.group(group)
+        return self._runner(None).plan(found.id, _mapping("inputs", inputs),  # type: ignore[no-any-return]
+                                       _mapping("context", context))
+
+    def run(self, group: str, inputs: Mapping[str, Any] | None = None,
+            context: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
+            *, resume: str | None = None, request: str | None = None) -> RunRecord:
+        """Run ``group``; ``on_event`` receives the run's events as they happen. ``resume``:
+        a run id whose successful steps are reused."""
+        found = self.group(group)
+        previous = self.get_run(resume) if resume else None
+        given_inputs = _mapping("inputs", inputs) if inputs is not None or previous is None \
+            else None
+        given_context = _mapping("context", context) if context is not None \
+            or previous is None else None
+        return self._runner(on_event).run(found.id, given_inputs,  # type: ignore[no-any-return]
+                                          given_context, resume=previous, request=request)
+
+    def run_skill(self, name: str, inputs: Mapping[str, Any] | None = None,
+                  on_event: EventCallback | None = None) -> RunRecord:
+        """Run one executable skill on its own (recorded as a run of ``skill:<name>``)."""
+        from skillgrove.groups.model import Group, InputSpec, Step
+
+        found = self._skill(name)
+        if not found.is_executable:
+            raise InvalidRequestError("skill", f"'{found.name}' is instruction-only: read it "
+                                      "with `skillgrove show` and follow it")
+        if not found.available:
+            raise InvalidRequestError("skill", f"'{found.name}' cannot run here: "
+                                      + "; ".join(found.availability.reasons))
+        values = _mapping("inputs", inputs)
+        specs = tuple(InputSpec(key, _json_type(value), required=True) for key, value
+                      in values.items())
+        step = Step(id="run", skill=found.name,
+                    with_={key: "${{ inputs.%s }}" % key for key in values})  # noqa: UP031
+        gid = SKILL_RUN_PREFIX + found.name
+        single = Group(id=gid, name=found.name, description=found.description,
+                       path=found.skill_file, content_hash=found.content_hash, inputs=specs,
+                       steps=(step,), outputs={})
+        record: RunRecord = self._runner(on_event, {gid: single}).run(gid, values, {})
+        run_step = record.step("run")
+        if run_step is not None and run_step.status == "success":
+            record = replace(record, outputs=dict(run_step.outputs))
+            self.run_log.record(record)
+        return record
+
+    def get_run(self, run_id: str) -> RunRecord:
+        if not isinstance(run_id, str) or not run_id.strip():
+            raise InvalidRequestError("run_id", "must be a run id")
+        found = self.run_log.get(run_id)
+        if found is None:
+            raise NotFoundError(f"no run '{run_id}' in {self.index_dir / RUN_LOG_FILE}",
+                                {"kind": "run", "name": run_id})
+        return found
+
+    def runs(self, limit: int = 20) -> list[RunRecord]:
+        if not isinstance(limit, int) or limit < 1:
+            raise InvalidRequestError("limit", "must be a positive integer")
+        return self.run_log.list(limit)
+
+    # -- injection -----------------------------------------------------------------------------
+
+    def inject(self, request: str | None = None, *, run_id: str | None = None,
+               context: RequestContext | Mapping[str, Any] | None = None,
+               budget: int | None = None, fmt: Format = "markdown") -> Injection:
+        """The context block for the agent: for a request, a run, or both."""
+        run = self.get_run(run_id) if run_id else None
+        if request is None or not str(request).strip():
+            if run is None:
+                raise InvalidRequestError("request", "give a request or a run id")
+            request = run.request or self._run_request(run)
+        toolbox = self.search(request, context)
+        return self._injection(toolbox, run, budget, fmt)
+
+    def _run_request(self, run: RunRecord) -> str:
+        group = self.library.groups.get(run.group)
+        return group.description if group is not None else run.group
+
+    def _injection(self, toolbox: Toolbox, run: RunRecord | None, budget: int | None,
+                   fmt: str) -> Injection:
+        from skillgrove.runtime.inject import build_injection
+
+        if budget is not None and (not isinstance(budget, int) or budget < 1):
+            raise InvalidRequestError("budget", "must be a positive number of tokens")
+        if fmt not in ("markdown", "xml"):
+            raise InvalidRequestError("format", "must be markdown or xml")
+        return build_injection(toolbox, self.library.catalog.by_id(), run, budget=budget,
+                               fmt=fmt)  # type: ignore[arg-type]
+
+    def ask(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
+            inputs: Mapping[str, Any] | None = None, *, budget: int | None = None,
+            fmt: Format = "markdown", on_event: EventCallback | None = None) -> Answer:
+        """The main job: search, run the chosen group when the context makes it ready (else
+        fall back to single skills), and build the context block."""
+        ctx = self.context(context)
+        toolbox = self.search(request, ctx)
+        run = None
+        notes: list[str] = []
+        choice = toolbox.group
+        if choice is not None and choice.ready:
+            group = self.group(choice.id)
+            declared = {spec.name for spec in group.inputs}
+            values = {k: v for k, v in ctx.values.items() if k in declared}
+            values.update(_mapping("inputs", inputs))
+            run = self._runner(on_event).run(group.id, values, dict(ctx.values),
+                                             request=request)
+        elif choice is not None:
+            notes.append(f"group '{choice.name}' needs input: "
+                         f"{', '.join(choice.missing_inputs)} (pass them in the context values);"
+                         " not run")
+        return Answer(toolbox, run, self._injection(toolbox, run, budget, fmt), tuple(notes))
+
+    # -- watching ------------------------------------------------------------------------------
+
+    def on_change(self, listener: Callable[[Library], None]) -> None:
+        """Call ``listener(library)`` after every re-index (servers announce changes)."""
+        self._listeners.append(listener)
+
+    def refresh(self) -> IndexResult | None:
+        """Re-index if the library's files changed; errors are kept for :meth:`health`."""
+        try:
+            if self.stale():
+                return self.index()
+        except Exception as exc:  # a server keeps serving the last good index
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            self.log(f"re-index failed: {self._last_error}")
+        return None
+
+    def watch(self, stop: threading.Event | None = None) -> Watcher:
+        """Watch the library folders and re-index changes as they happen (within about a
+        second); returns the running :class:`Watcher`."""
+        self.auto_refresh = False
+        watcher = Watcher(self, stop or threading.Event())
+        watcher.start()
+        return watcher
+
+    def close(self) -> None:
+        with self._init_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+                self._retriever = None
+            if self._run_log is not None:
+                self._run_log.close()
+                self._run_log = None
+
+    def __enter__(self) -> Skillgrove:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Watcher(threading.Thread):
+    """The thread behind :meth:`Skillgrove.watch`: waits for file changes under the library's
+    folders (watchfiles), then re-indexes."""
+
+    def __init__(self, engine: Skillgrove, stop: threading.Event) -> None:
+        super().__init__(name="skillgrove-watch", daemon=True)
+        self.engine = engine
+        self.stop_event = stop
+        self.ready = threading.Event()
+
+    def run(self) -> None:
+        import watchfiles
+
+        roots = [p for p in self.engine.paths if p.exists()]
+        if not roots:
+            self.ready.set()
+            return
+        self.engine.refresh()
+        self.ready.set()
+        for _changes in watchfiles.watch(*roots, stop_event=self.stop_event, debounce=400,
+                                         step=50, rust_timeout=500, yield_on_timeout=False,
+                                         watch_filter=_library_change):
+            self.engine.refresh()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+def _library_change(change: Any, path: str) -> bool:
+    name = os.path.basename(path)
+    return name != ".skill_id" and "__pycache__" not in path and not name.endswith(".pyc")
+
+
+def _skill_files(skill: Skill) -> list[SkillFile]:
+    """The regular files of a skill's folder, without nested skills, links or caches."""
+    import hashlib
+
+    out: list[SkillFile] = []
+    for dirpath, dirnames, filenames in os.walk(skill.folder, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                             and d != "__pycache__" and not (here / d / "SKILL.md").exists()
+                             and not (here / d).is_symlink())
+        for name in sorted(filenames):
+            full = here / name
+            if name.startswith(".") or full.is_symlink() or not full.is_file():
+                continue
+            size = full.stat().st_size
+            if size > MAX_SKILL_FILE_BYTES:
+                continue
+            digest = hashlib.sha256(full.read_bytes()).hexdigest()
+            out.append(SkillFile(full.relative_to(skill.folder).as_posix(), size, digest))
+    return out
+
+
+def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError(name, "must be an object")
+    return dict(value)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"

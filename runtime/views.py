@@ -1,0 +1,178 @@
+"""What every interface returns: JSON-able views of skills, groups, toolboxes and runs.
+
+The CLI's ``--json``, the MCP tools' structured content and the HTTP API all serve these same
+shapes, so an agent gets the same facts whichever way it asks. Each skill and group carries what
+an agent needs to use it: name, description, location, input schema, and whether it can run
+here (and why not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skillgrove.graph.documents import GROUP_PREFIX
+from skillgrove.graph.model import NodeRecord
+from skillgrove.graph.retrieval import GroupChoice, ScoredSkill, Toolbox
+from skillgrove.graph.runlog import RunRecord
+from skillgrove.groups.model import Group, InputSpec
+from skillgrove.skills.model import Skill
+
+EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+def input_schema(specs: tuple[InputSpec, ...]) -> dict[str, Any]:
+    """A group's declared inputs as a JSON Schema object (what a tool call must send)."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for spec in specs:
+        prop: dict[str, Any] = {"type": spec.type}
+        if spec.description:
+            prop["description"] = spec.description
+        if spec.has_default:
+            prop["default"] = spec.default
+        if spec.enum is not None:
+            prop["enum"] = list(spec.enum)
+        properties[spec.name] = prop
+        if spec.required and not spec.has_default:
+            required.append(spec.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def skill_view(skill: Skill) -> dict[str, Any]:
+    entry = skill.entrypoint
+    return {
+        "id": skill.id,
+        "name": skill.name,
+        "description": skill.description,
+        "location": str(skill.skill_file),
+        "root": str(skill.root),
+        "tags": list(skill.tags),
+        "input_schema": dict(skill.inputs) if skill.inputs else dict(EMPTY_SCHEMA),
+        "output_schema": dict(skill.outputs) if skill.outputs else None,
+        "runnable": entry is not None,
+        "entrypoint": entry.kind if entry is not None else None,
+        "available": skill.available,
+        "unavailable_reasons": list(skill.availability.reasons),
+    }
+
+
+def skill_view_from_record(record: NodeRecord) -> dict[str, Any]:
+    """The same view from the index alone (a skill the loaded library does not hold)."""
+    data = record.data
+    path = str(data.get("path", ""))
+    return {
+        "id": record.id,
+        "name": record.name,
+        "description": data.get("description", ""),
+        "location": f"{path}/SKILL.md" if path else None,
+        "root": data.get("root"),
+        "tags": list(data.get("tags", [])),
+        "input_schema": data.get("input_schema") or dict(EMPTY_SCHEMA),
+        "output_schema": data.get("output_schema"),
+        "runnable": bool(data.get("executable")),
+        "entrypoint": data.get("entrypoint"),
+        "available": bool(data.get("available", True)),
+        "unavailable_reasons": list(data.get("unavailable_reasons", [])),
+    }
+
+
+def group_view(group: Group, skills: Mapping[str, Skill]) -> dict[str, Any]:
+    members = [skills[s.skill] for s in group.steps if s.skill and s.skill in skills]
+    blocked = [f"{m.name}: {'; '.join(m.availability.reasons)}" for m in members
+               if not m.available]
+    return {
+        "id": group.id,
+        "name": group.name,
+        "description": group.description,
+        "location": str(group.path),
+        "examples": list(group.examples),
+        "input_schema": input_schema(group.inputs),
+        "outputs": sorted(group.outputs),
+        "steps": [{"id": s.id, "kind": s.kind, "target": s.target, "needs": list(s.needs),
+                   "if": s.if_} for s in group.steps],
+        "edges": [[a, b] for a, b in group.edges()],
+        "expose": group.expose,
+        "runnable": not blocked,
+        "unavailable_reasons": blocked,
+    }
+
+
+class ToolboxViews:
+    """Turns a :class:`Toolbox` into its view, resolving ids through the loaded library first and
+    the index second."""
+
+    def __init__(self, skills_by_id: Mapping[str, Skill], groups: Mapping[str, Group],
+                 skills_by_name: Mapping[str, Skill],
+                 record: Any = None) -> None:
+        self.skills_by_id = skills_by_id
+        self.groups = groups
+        self.skills_by_name = skills_by_name
+        self.record = record
+        """``record(id) -> NodeRecord | None``: the index's node, for ids the library lacks."""
+
+    def skill(self, skill_id: str, name: str = "") -> dict[str, Any]:
+        skill = self.skills_by_id.get(skill_id)
+        if skill is not None:
+            return skill_view(skill)
+        record = self.record(skill_id) if self.record is not None else None
+        if record is not None:
+            return skill_view_from_record(record)
+        return {"id": skill_id, "name": name or skill_id, "description": "", "location": None,
+                "input_schema": dict(EMPTY_SCHEMA), "runnable": False, "available": False,
+                "unavailable_reasons": ["not in the loaded library; re-index"]}
+
+    def _scored(self, scored: ScoredSkill, selected: set[str]) -> dict[str, Any]:
+        view = self.skill(scored.id, scored.name)
+        view.update(score=round(scored.score, 4), selected=scored.id in selected,
+                    explanation=dict(scored.explanation))
+        return view
+
+    def _group(self, choice: GroupChoice) -> dict[str, Any]:
+        gid = choice.id.removeprefix(GROUP_PREFIX)
+        group = self.groups.get(gid)
+        view: dict[str, Any]
+        if group is not None:
+            view = group_view(group, self.skills_by_name)
+        else:
+            view = {"id": gid, "name": choice.name, "steps": [], "edges": list(choice.edges)}
+        view.update(score=round(choice.score, 4), ready=choice.ready,
+                    missing_inputs=list(choice.missing_inputs),
+                    members=[self.skill(m, n) for m, n in
+                             zip(choice.members, choice.member_names, strict=False)],
+                    explanation=dict(choice.explanation))
+        return view
+
+    def toolbox(self, toolbox: Toolbox) -> dict[str, Any]:
+        selected = set(toolbox.selected)
+        ranked = [self._scored(s, selected) for s in toolbox.skills]
+        listed = {s.id for s in toolbox.skills}
+        # Every selected skill is described, ranked or not (a group member may rank low).
+        for sid in toolbox.selected:
+            if sid not in listed:
+                view = self.skill(sid)
+                view.update(score=None, selected=True,
+                            explanation={"reason": "member of the chosen group"})
+                ranked.append(view)
+        names = {v["id"]: v["name"] for v in ranked}
+        return {
+            "request": toolbox.request,
+            "shape": "group" if toolbox.group is not None else (
+                "skills" if toolbox.selected else "none"),
+            "group": self._group(toolbox.group) if toolbox.group is not None else None,
+            "fallback_reason": toolbox.fallback_reason,
+            "selected": [names.get(sid, sid) for sid in toolbox.selected],
+            "skills": ranked,
+            "suggestions": [{**self.skill(s.id, s.name), "reason": s.reason,
+                             "weight": round(s.weight, 4)} for s in toolbox.suggestions],
+            "group_candidates": [{"id": gid.removeprefix(GROUP_PREFIX), "score": score}
+                                 for gid, score in toolbox.group_candidates],
+            "latency_ms": round(toolbox.latency_ms, 2),
+        }
+
+
+def run_view(run: RunRecord) -> dict[str, Any]:
+    return run.to_dict()

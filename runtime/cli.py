@@ -12,15 +12,16 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from skillgrove.groups.library import Library, load_library
+from skillgrove.groups.library import Library
 from skillgrove.runtime import commands
-from skillgrove.runtime.paths import default_paths
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
-from skillgrove.skills.loader import LoadOptions
-from skillgrove.skills.safety import RULES_BY_ID, SafetyPolicy
+from skillgrove.skills.safety import RULES_BY_ID
+
+if TYPE_CHECKING:
+    from skillgrove.runtime.engine import Skillgrove
 
 
 def _add_library_args(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillgrove",
         description="Group-structured skill graph: find the toolbox for a task, run it, inject it.")
+    parser.add_argument("--version", action="version", version=f"skillgrove {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -94,6 +96,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(show)
     runs.set_defaults(handler=commands.cmd_runs, runs_command=None)
 
+    show = sub.add_parser("show", help="a skill by name: its inputs, files and instructions")
+    show.add_argument("name", help="skill name (or id)")
+    show.add_argument("file", nargs="?", help="print this file of the skill's folder instead")
+    show.add_argument("--library", action="append", type=Path, metavar="PATH",
+                      help="library folders (default: the indexed ones, else $SKILLGROVE_PATH, "
+                           "else the bundled library)")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_store_args(show)
+    show.set_defaults(handler=commands.cmd_show)
+
+    run_skill = sub.add_parser("run-skill", help="run one executable skill on its own")
+    run_skill.add_argument("name", help="skill name (or id)")
+    run_skill.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                           help="an input of the skill (repeatable; values are strings)")
+    run_skill.add_argument("--json-input", metavar="JSON",
+                           help="all inputs as one JSON object (typed values)")
+    run_skill.add_argument("--library", action="append", type=Path, metavar="PATH",
+                           help="library folders (default: the indexed ones, else "
+                                "$SKILLGROVE_PATH, else the bundled library)")
+    run_skill.add_argument("--json", action="store_true", help="print the whole run record")
+    _add_store_args(run_skill)
+    run_skill.set_defaults(handler=commands.cmd_run_skill)
+
     inject = sub.add_parser("inject", help="print the context block for a request (and a run)")
     inject.add_argument("request")
     inject.add_argument("--run", metavar="RUN_ID", help="include this run's results")
@@ -136,6 +161,34 @@ def build_parser() -> argparse.ArgumentParser:
     suggest.add_argument("--force", action="store_true", help="replace existing files")
     _add_store_args(suggest)
     suggest.set_defaults(handler=commands.cmd_groups_suggest)
+    serve = sub.add_parser("serve", help="serve the engine to agents: MCP or HTTP")
+    serve_sub = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
+    serve_sub.required = True
+    mcp = serve_sub.add_parser("mcp", help="an MCP server (stdio, or streamable HTTP)")
+    _add_library_args(mcp)
+    _add_store_args(mcp)
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                     help="stdio (default: a host starts it as a subprocess) or streamable HTTP")
+    mcp.add_argument("--host", default="127.0.0.1", help="with --transport http (default "
+                     "127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="with --transport http (default "
+                     "8765)")
+    mcp.add_argument("--no-watch", action="store_true",
+                     help="do not watch the library folders for changes")
+    mcp.set_defaults(handler=commands.cmd_serve_mcp)
+    http = serve_sub.add_parser("http", help="the HTTP API (OpenAPI at /openapi.json)")
+    _add_library_args(http)
+    _add_store_args(http)
+    http.add_argument("--host", default="127.0.0.1",
+                      help="address to bind (default 127.0.0.1; any other needs --token)")
+    http.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    http.add_argument("--token", default=None,
+                      help="bearer token clients must send (default $SKILLGROVE_TOKEN)")
+    http.add_argument("--max-body", type=int, default=1024 * 1024, metavar="BYTES",
+                      help="largest request body accepted (default 1 MiB)")
+    http.add_argument("--no-watch", action="store_true",
+                      help="do not watch the library folders for changes")
+    http.set_defaults(handler=commands.cmd_serve_http)
     return parser
 
 
@@ -172,11 +225,13 @@ def _add_store_args(parser: argparse.ArgumentParser) -> None:
                         help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")
 
 
-def load_from_args(args: argparse.Namespace, *, write_ids: bool = False) -> Library:
-    paths = args.paths or default_paths()
-    options = LoadOptions(safety=SafetyPolicy(allow=frozenset(args.allow_rule)),
-                          write_ids=write_ids)
-    return load_library(paths, options)
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skillgrove")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
 
 
 def summarize(library: Library) -> dict[str, Any]:
@@ -197,7 +252,7 @@ def summarize(library: Library) -> dict[str, Any]:
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    library = load_from_args(args)
+    library = _explicit_engine(args).check()
     summary = summarize(library)
     if args.json:
         payload = {
@@ -221,6 +276,15 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         + f"; {summary['group_files']} group files: {summary['groups_valid']} valid\n"
         f"{summary['errors']} errors, {summary['warnings']} warnings\n")
     return 1 if library.errors else 0
+
+
+def _explicit_engine(args: argparse.Namespace) -> Skillgrove:
+    """``check`` reads the paths it is given, else $SKILLGROVE_PATH, else the bundled library
+    (never the folders of an index)."""
+    from skillgrove.runtime.engine import Skillgrove
+    from skillgrove.runtime.paths import default_paths
+
+    return Skillgrove(args.paths or default_paths(), allow_rules=args.allow_rule)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

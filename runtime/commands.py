@@ -1,4 +1,6 @@
-"""The graph commands of the CLI: index, search, graph neighbors, graph export."""
+"""The commands of the CLI. Each handler turns its options into one call of the engine
+(:class:`skillgrove.runtime.engine.Skillgrove`) and prints the answer; nothing below this module
+sees an ``argparse.Namespace``."""
 
 from __future__ import annotations
 
@@ -8,20 +10,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from skillgrove.graph.documents import GROUP_PREFIX
-from skillgrove.graph.embedded import EmbeddedStore
-from skillgrove.graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
-from skillgrove.graph.errors import IndexMissingError
-from skillgrove.graph.export import to_dot, to_mermaid
-from skillgrove.graph.indexer import index_library
-from skillgrove.graph.model import NodeKind, NodeRecord
-from skillgrove.graph.retrieval import RequestContext, Retriever, Toolbox
-from skillgrove.graph.store import GraphStore
+from skillgrove.graph.retrieval import RequestContext
 from skillgrove.skills.errors import SkillgroveError
 
-INDEX_FILE = "graph.sqlite"
+if TYPE_CHECKING:
+    from skillgrove.graph.retrieval import Toolbox
+    from skillgrove.graph.store import GraphStore
+    from skillgrove.runtime.engine import Skillgrove
 
 
 def index_dir(args: argparse.Namespace) -> Path:
@@ -29,27 +27,21 @@ def index_dir(args: argparse.Namespace) -> Path:
     return Path(configured) if configured else Path(".skillgrove")
 
 
+def engine_from_args(args: argparse.Namespace) -> Skillgrove:
+    """The one engine a command talks to, built from the options every command shares."""
+    from skillgrove.runtime.engine import Skillgrove
+
+    paths = getattr(args, "paths", None) or getattr(args, "library", None) or None
+    return Skillgrove(paths, index=index_dir(args), store=args.store, model=args.model,
+                      allow_rules=getattr(args, "allow_rule", None) or (),
+                      concurrency=getattr(args, "concurrency", 4),
+                      log=lambda message: sys.stderr.write(f"skillgrove: {message}\n"))
+
+
 def cache_path() -> Path:
-    configured = os.environ.get("SKILLGROVE_CACHE")
-    base = Path(configured) if configured else Path.home() / ".cache" / "skillgrove"
-    return base / "embeddings.sqlite"
+    from skillgrove.runtime.engine import cache_dir
 
-
-def make_encoder(args: argparse.Namespace) -> CachedEncoder:
-    return CachedEncoder(default_encoder(args.model, cache_path().parent),
-                         EmbeddingCache(cache_path()))
-
-
-def open_store(args: argparse.Namespace, *, create: bool = False) -> GraphStore:
-    if args.store == "neo4j":
-        from skillgrove.graph.neo4j_store import Neo4jStore
-
-        return Neo4jStore.from_environment()
-    path = index_dir(args) / INDEX_FILE
-    if not create and not path.exists():
-        raise IndexMissingError(f"no index at {path}: run `skillgrove index` first "
-                                "(or pass --index DIR)")
-    return EmbeddedStore(path)
+    return cache_dir() / "embeddings.sqlite"
 
 
 class _Progress:
@@ -70,19 +62,14 @@ class _Progress:
 
 
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
-    from skillgrove.runtime.cli import load_from_args
-
-    library = load_from_args(args, write_ids=True)
+    engine = engine_from_args(args)
+    try:
+        result = engine.index(_Progress(sys.stderr, not args.quiet))
+        library = engine.library
+    finally:
+        engine.close()
     for diagnostic in library.errors:
         out.write(diagnostic.format() + "\n")
-    store = open_store(args, create=True)
-    encoder = make_encoder(args)
-    runs = _recorded_runs(args)
-    try:
-        result = index_library(library, store, encoder, _Progress(sys.stderr, not args.quiet),
-                               runs=runs)
-    finally:
-        store.close()
     report = result.report
     out.write(
         f"indexed {result.skills} skills and {result.groups} groups "
@@ -97,19 +84,9 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _recorded_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Every run in the index folder's run log (quality statistics and co-use learn from
-    them); none when nothing has run yet."""
-    if not (index_dir(args) / "runs.sqlite").exists():
-        return []
-    log = run_log_for(args)
-    try:
-        return [run.to_dict() for run in log.list(limit=1_000_000)]
-    finally:
-        log.close()
-
-
 def load_context(path: Path | None) -> RequestContext:
+    from skillgrove.runtime.engine import Skillgrove
+
     if path is None:
         return RequestContext()
     try:
@@ -121,20 +98,23 @@ def load_context(path: Path | None) -> RequestContext:
                               f"{exc.msg}") from exc
     if not isinstance(data, dict):
         raise SkillgroveError(f"{path}: context must be a JSON object")
-    return RequestContext.from_json(data)
+    try:
+        return Skillgrove.context(data)
+    except SkillgroveError as exc:
+        raise SkillgroveError(f"{path}: {exc}") from exc
 
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
-    store = open_store(args)
+    engine = engine_from_args(args)
     try:
-        retriever = Retriever(store, make_encoder(args))
-        toolbox = retriever.search(args.request, load_context(args.context), k=args.k)
+        toolbox = engine.search(args.request, load_context(args.context), k=args.k)
+        if args.json:
+            out.write(json.dumps(engine.views.toolbox(toolbox), indent=2,
+                                 ensure_ascii=False) + "\n")
+        else:
+            out.write(render_toolbox(toolbox))
     finally:
-        store.close()
-    if args.json:
-        out.write(json.dumps(toolbox.to_dict(), indent=2, ensure_ascii=False) + "\n")
-    else:
-        out.write(render_toolbox(toolbox))
+        engine.close()
     return 0
 
 
@@ -171,31 +151,15 @@ def render_toolbox(toolbox: Toolbox) -> str:
     return "\n".join(lines) + "\n"
 
 
-def resolve_node(store: GraphStore, key: str) -> NodeRecord:
-    for candidate in (key, GROUP_PREFIX + key):
-        record = store.node(candidate)
-        if record is not None:
-            return record
-    for record in store.nodes():
-        if record.name == key:
-            return record
-    raise SkillgroveError(f"no skill or group named '{key}' in the index")
-
-
 def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
-    store = open_store(args)
+    engine = engine_from_args(args)
     try:
-        record = resolve_node(store, args.id)
-        rows: list[dict[str, Any]] = []
-        for edge, other in store.neighbors(record.id):
-            direction = "->" if edge.src == record.id else "<-"
-            rows.append({"edge": edge.kind.value, "direction": direction, "weight": edge.weight,
-                         "kind": other.kind.value, "name": other.name, "id": other.id,
-                         "props": dict(edge.props)})
+        record, rows = engine.neighbors(args.id)
     finally:
-        store.close()
-    rows.sort(key=lambda r: (r["edge"], -r["weight"], r["name"]))
-    out.write(f"{record.kind.value} {record.name} ({record.id})\n")
+        engine.close()
+    where = record.data.get("path")
+    out.write(f"{record.kind.value} {record.name} ({record.id})"
+              + (f"  {where}" if where else "") + "\n")
     for row in rows:
         props = " ".join(f"{k}={v}" for k, v in row["props"].items())
         out.write(f"  {row['direction']} {row['edge']:<10} {row['weight']:>6.2f}  "
@@ -204,30 +168,48 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    store = open_store(args)
+    engine = engine_from_args(args)
     try:
-        record = resolve_node(store, args.group)
+        out.write(engine.export(args.group, args.format))
     finally:
-        store.close()
-    if record.kind is not NodeKind.GROUP:
-        raise SkillgroveError(f"'{args.group}' is a skill, not a group")
-    out.write(to_mermaid(record) if args.format == "mermaid" else to_dot(record))
+        engine.close()
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    """A skill by name: its facts and instructions, or one file of its folder."""
+    engine = engine_from_args(args)
+    try:
+        if args.file:
+            data = engine.skill_file(args.name, args.file)
+            out.write(data.decode("utf-8", errors="replace"))
+            return 0
+        details = engine.skill(args.name)
+    finally:
+        engine.close()
+    if args.json:
+        out.write(json.dumps(details.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        return 0
+    view = details.view
+    state = "runs here" if view["runnable"] and view["available"] else (
+        "instruction-only" if not view["runnable"] else
+        "cannot run here: " + "; ".join(view["unavailable_reasons"]))
+    out.write(f"{view['name']}  ({state})\n{view['location']}\n\n{view['description']}\n")
+    props = view["input_schema"].get("properties") or {}
+    if props:
+        required = set(view["input_schema"].get("required") or [])
+        out.write("\ninputs:\n")
+        for key, spec in props.items():
+            kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+            mark = " (required)" if key in required else ""
+            desc = spec.get("description", "") if isinstance(spec, dict) else ""
+            out.write(f"  {key}: {kind}{mark}  {desc}".rstrip() + "\n")
+    out.write("\nfiles: " + ", ".join(f.path for f in details.files) + "\n\n")
+    out.write(details.body.rstrip() + "\n")
     return 0
 
 
 # -- running groups ---------------------------------------------------------------------------
-
-
-def library_paths(args: argparse.Namespace) -> list[Path]:
-    from skillgrove.runtime.paths import default_paths
-
-    return list(getattr(args, "library", None) or default_paths())
-
-
-def load_runtime_library(args: argparse.Namespace) -> Any:
-    from skillgrove.groups.library import load_library
-
-    return load_library(library_paths(args))
 
 
 def parse_inputs(pairs: list[str]) -> dict[str, Any]:
@@ -238,12 +220,6 @@ def parse_inputs(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         values[key.strip()] = value
     return values
-
-
-def run_log_for(args: argparse.Namespace) -> Any:
-    from skillgrove.graph.runlog import SqliteRunLog
-
-    return SqliteRunLog(index_dir(args) / "runs.sqlite")
 
 
 class ProgressDisplay:
@@ -278,23 +254,16 @@ class ProgressDisplay:
         self.stream.flush()
 
 
-def make_runner(args: argparse.Namespace, library: Any, events: Any) -> Any:
-    from skillgrove.runtime.executors import SubprocessExecutor
-    from skillgrove.runtime.runner import Runner, RunOptions
-
-    return Runner(library.groups, library.skills, SubprocessExecutor(),
-                  run_log=run_log_for(args), events=events,
-                  options=RunOptions(max_concurrency=args.concurrency))
-
-
 def _context_values(path: Path | None) -> dict[str, Any]:
     return dict(load_context(path).values)
 
 
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
-    library = load_runtime_library(args)
-    runner = make_runner(args, library, None)
-    plan = runner.plan(args.group, parse_inputs(args.input), _context_values(args.context))
+    engine = engine_from_args(args)
+    try:
+        plan = engine.plan(args.group, parse_inputs(args.input), _context_values(args.context))
+    finally:
+        engine.close()
     if args.json:
         from dataclasses import asdict
 
@@ -314,17 +283,14 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    library = load_runtime_library(args)
+    engine = engine_from_args(args)
     events = ProgressDisplay(sys.stderr) if not args.json else None
-    runner = make_runner(args, library, events or (lambda e: None))
-    resume = None
-    if args.resume:
-        resume = run_log_for(args).get(args.resume)
-        if resume is None:
-            raise SkillgroveError(f"no run '{args.resume}' in {index_dir(args) / 'runs.sqlite'}")
-    inputs = parse_inputs(args.input) if args.input or resume is None else None
-    context = _context_values(args.context) if args.context or resume is None else None
-    record = runner.run(args.group, inputs, context, resume=resume)
+    inputs = parse_inputs(args.input) if args.input or not args.resume else None
+    context = _context_values(args.context) if args.context or not args.resume else None
+    try:
+        record = engine.run(args.group, inputs, context, events, resume=args.resume)
+    finally:
+        engine.close()
     if args.json:
         out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     else:
@@ -333,15 +299,43 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if record.status == "success" else 1
 
 
+def cmd_run_skill(args: argparse.Namespace, out: TextIO) -> int:
+    """One executable skill on its own: inputs as name=value, or one JSON object."""
+    engine = engine_from_args(args)
+    inputs = parse_inputs(args.input)
+    if args.json_input:
+        try:
+            given = json.loads(args.json_input)
+        except json.JSONDecodeError as exc:
+            raise SkillgroveError(f"--json-input is not JSON: {exc.msg} at character "
+                                  f"{exc.pos}") from exc
+        if not isinstance(given, dict):
+            raise SkillgroveError("--json-input must be a JSON object")
+        inputs = {**given, **inputs}
+    events = ProgressDisplay(sys.stderr) if not args.json else None
+    try:
+        record = engine.run_skill(args.name, inputs, events)
+    finally:
+        engine.close()
+    payload = record.to_dict() if args.json else dict(record.outputs)
+    out.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+    if record.status != "success" and not args.json:
+        sys.stderr.write(f"skillgrove: {record.error}\n")
+    return 0 if record.status == "success" else 1
+
+
 def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
-    log = run_log_for(args)
-    if args.runs_command == "show":
-        record = log.get(args.id)
-        if record is None:
-            raise SkillgroveError(f"no run '{args.id}'")
-        out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
-        return 0
-    for record in log.list(args.limit):
+    engine = engine_from_args(args)
+    try:
+        if args.runs_command == "show":
+            record = engine.get_run(args.id)
+            out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str)
+                      + "\n")
+            return 0
+        records = engine.runs(args.limit)
+    finally:
+        engine.close()
+    for record in records:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
         failed = [s.id for s in record.steps if s.status == "failure"]
         out.write(f"{record.id}  {when}  {record.group:<28} {record.status:<8} "
@@ -350,82 +344,56 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _injection(args: argparse.Namespace, library: Any, toolbox: Toolbox, run: Any) -> Any:
-    from skillgrove.runtime.inject import build_injection
-
-    return build_injection(toolbox, library.catalog.by_id(), run, budget=args.budget,
-                           fmt=args.format)
-
-
-def _search(args: argparse.Namespace, request: str, context: RequestContext) -> Toolbox:
-    store = open_store(args)
-    try:
-        return Retriever(store, make_encoder(args)).search(request, context)
-    finally:
-        store.close()
-
-
 def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
-    library = load_runtime_library(args)
-    toolbox = _search(args, args.request, load_context(args.context))
-    run = None
-    if args.run:
-        run = run_log_for(args).get(args.run)
-        if run is None:
-            raise SkillgroveError(f"no run '{args.run}'")
-    injection = _injection(args, library, toolbox, run)
+    engine = engine_from_args(args)
+    try:
+        injection = engine.inject(args.request, run_id=args.run,
+                                  context=load_context(args.context), budget=args.budget,
+                                  fmt=args.format)
+    finally:
+        engine.close()
     out.write(injection.text)
-    sys.stderr.write(f"[{injection.tokens} tokens ({'cl100k_base'}), budget "
+    sys.stderr.write(f"[{injection.tokens} tokens (cl100k_base), budget "
                      f"{injection.budget or 'none'}, level {injection.level}]\n")
     return 0
 
 
 def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
     """Search, validate the chosen group against the context, run it (or fall back), inject."""
-    library = load_runtime_library(args)
-    if args.store == "embedded" and not (index_dir(args) / INDEX_FILE).exists():
-        sys.stderr.write(f"no index yet: indexing {', '.join(map(str, library.roots))}\n")
-        store = open_store(args, create=True)
-        try:
-            index_library(library, store, make_encoder(args))
-        finally:
-            store.close()
-    context = load_context(args.context)
-    toolbox = _search(args, args.request, context)
-    run = None
-    group = toolbox.group
-    if group is not None and group.ready:
-        runner = make_runner(args, library, ProgressDisplay(sys.stderr))
-        gid = group.id.removeprefix(GROUP_PREFIX)
-        declared = {spec.name for spec in library.groups[gid].inputs}
-        inputs = {k: v for k, v in context.values.items() if k in declared}
-        inputs.update(parse_inputs(args.input))
-        run = runner.run(gid, inputs, dict(context.values), request=args.request)
-    elif group is not None:
-        sys.stderr.write(f"group '{group.name}' needs input: {', '.join(group.missing_inputs)}"
-                         " (pass them in --context values); not run\n")
-    injection = _injection(args, library, toolbox, run)
-    out.write(injection.text)
-    sys.stderr.write(f"[{injection.tokens} tokens, cl100k_base; level {injection.level}]\n")
-    return 0 if run is None or run.status == "success" else 1
+    engine = engine_from_args(args)
+    try:
+        answer = engine.ask(args.request, load_context(args.context), parse_inputs(args.input),
+                            budget=args.budget, fmt=args.format,
+                            on_event=ProgressDisplay(sys.stderr))
+    finally:
+        engine.close()
+    for note in answer.notes:
+        sys.stderr.write(note + "\n")
+    out.write(answer.injection.text)
+    sys.stderr.write(f"[{answer.injection.tokens} tokens, cl100k_base; level "
+                     f"{answer.injection.level}]\n")
+    return 0 if answer.run is None or answer.run.status == "success" else 1
 
 
 # -- learning and benchmarks ------------------------------------------------------------------
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from skillgrove.graph.embedded import EmbeddedStore
     from skillgrove.runtime.bench import format_table, run_bench
+
+    engine = engine_from_args(args)
 
     def make_store(scratch: Path) -> GraphStore:
         if args.store == "neo4j":
-            return open_store(args)
+            return engine.store
         return EmbeddedStore(scratch / "graph.sqlite")
 
     def say(message: str) -> None:
         if not args.json:
             sys.stderr.write(message + "\n")
 
-    result = run_bench(args.dir, args.mode, make_encoder(args), make_store, args.store,
+    result = run_bench(args.dir, args.mode, engine.encoder, make_store, args.store,
                        limit=args.limit, progress=say)
     if args.json:
         out.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
@@ -435,17 +403,13 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
-    from skillgrove.graph.learning import HistoryRow, draft_to_yaml, mine_groups, read_history
+    from skillgrove.graph.learning import draft_to_yaml
 
-    if args.history:
-        rows = read_history(args.history)
-    else:
-        rows = [HistoryRow(r.id, r.request or "", tuple(s.target for s in r.steps
-                                                        if s.kind == "skill"
-                                                        and s.status == "success"),
-                           tuple(), r.status == "success")
-                for r in run_log_for(args).list(100000)]
-    drafts = mine_groups(rows, min_support=args.min_support)
+    engine = engine_from_args(args)
+    try:
+        drafts = engine.suggest_groups(args.history, min_support=args.min_support)
+    finally:
+        engine.close()
     args.out.mkdir(parents=True, exist_ok=True)
     written = 0
     for draft in drafts[: args.limit]:
@@ -463,8 +427,7 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     """The bundled library end to end, after a plain install: index, ask, run, inject."""
-    import tempfile
-
+    from skillgrove.runtime.engine import Skillgrove
     from skillgrove.runtime.paths import bundled_library
 
     library = bundled_library()
@@ -472,14 +435,39 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     os.environ.setdefault("SKILLGROVE_OUTBOX", str(index_dir(args) / "outbox"))
     values = {"pdf_path": str(samples / "quarterly_report.pdf"),
               "team_email": "team@example.com", "report_name": "Q3 demo"}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump({"values": values}, handle)
-        context_file = Path(handle.name)
+    request = "summarize the quarterly report PDF and email the key numbers to my team"
+    out.write(f"$ skillgrove ask {json.dumps(request)}  (context: {json.dumps(values)})\n\n")
+    engine = Skillgrove([library], index=index_dir(args), store=args.store, model=args.model,
+                        concurrency=args.concurrency,
+                        log=lambda message: sys.stderr.write(f"skillgrove: {message}\n"))
     try:
-        request = "summarize the quarterly report PDF and email the key numbers to my team"
-        out.write(f"$ skillgrove ask {json.dumps(request)}  (context: {json.dumps(values)})\n\n")
-        args.request, args.context, args.input = request, context_file, []
-        args.library = [library]
-        return cmd_ask(args, out)
+        answer = engine.ask(request, {"values": values}, budget=args.budget, fmt=args.format,
+                            on_event=ProgressDisplay(sys.stderr))
     finally:
-        context_file.unlink(missing_ok=True)
+        engine.close()
+    out.write(answer.injection.text)
+    sys.stderr.write(f"[{answer.injection.tokens} tokens, cl100k_base; level "
+                     f"{answer.injection.level}]\n")
+    return 0 if answer.run is None or answer.run.status == "success" else 1
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+
+def cmd_serve_mcp(args: argparse.Namespace, out: TextIO) -> int:
+    from skillgrove.runtime import mcp_server
+
+    engine = engine_from_args(args)
+    mcp_server.serve(engine, transport=args.transport, host=args.host, port=args.port,
+                     watch=not args.no_watch)
+    return 0
+
+
+def cmd_serve_http(args: argparse.Namespace, out: TextIO) -> int:
+    from skillgrove.runtime import http_server
+
+    token = args.token or os.environ.get("SKILLGROVE_TOKEN") or None
+    engine = engine_from_args(args)
+    http_server.serve(engine, host=args.host, port=args.port, token=token,
+                      max_body=args.max_body, watch=not args.no_watch)
+    return 0

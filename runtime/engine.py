@@ -293,7 +293,7 @@ class Skillgrove:
         if self._store is None and self._store_choice == "embedded" \
                 and not (self.index_dir / INDEX_FILE).exists():
             return []
-        text = self.store.get_meta(PATHS_KEY) or ""
+        text = self.store.get_meta(PATHS_KEY) or self.store.get_meta("roots") or ""
         return [Path(p) for p in text.split("\n") if p]
 
     @property
@@ -342,6 +342,15 @@ class Skillgrove:
         self._broken = broken
         return replace(library, groups=groups) if broken else library
 
+    def check(self) -> Library:
+        """Load the library from disk as it is now, every problem reported (nothing is kept
+        from an earlier load, nothing is written)."""
+        from skillgrove.groups.library import load_library
+        from skillgrove.skills.loader import LoadOptions
+        from skillgrove.skills.safety import SafetyPolicy
+
+        return load_library(self.paths, LoadOptions(safety=SafetyPolicy(allow=self.allow_rules)))
+
     def reload(self) -> Library:
         """Load the library again from disk (the index is not touched)."""
         with self._init_lock:
@@ -383,12 +392,16 @@ class Skillgrove:
         return bool(self.store.get_meta(FINGERPRINT_KEY) or self.store.get_meta("roots"))
 
     def stale(self) -> bool:
-        """True when the library's files differ from what the index was built from."""
+        """True when the library's files differ from what the index was built from. An index
+        that records no fingerprint (built by hand with ``index_library``) is taken as it is."""
         from skillgrove.groups.library import library_fingerprint
 
         if not self.is_indexed():
             return True
-        return self.store.get_meta(FINGERPRINT_KEY) != library_fingerprint(self.paths)
+        recorded = self.store.get_meta(FINGERPRINT_KEY)
+        if not recorded:
+            return False
+        return recorded != library_fingerprint(self.paths)
 
     def ensure_fresh(self, *, force: bool = False) -> IndexResult | None:
         """Index now if there is no index or the library changed since (checked at most once a
@@ -530,6 +543,64 @@ class Skillgrove:
         return Health(ready=self.is_indexed(), skills=len(library.skills),
                       groups=len(library.groups), broken_groups=dict(self._broken),
                       last_refresh=self._last_refresh, last_error=self._last_error)
+
+    # -- the graph -----------------------------------------------------------------------------
+
+    def node(self, key: str) -> NodeRecord:
+        """The index's node for a skill name or id, or a group id."""
+        from skillgrove.graph.documents import GROUP_PREFIX
+
+        self._before_answer()
+        store = self.store
+        for candidate in (key, GROUP_PREFIX + key):
+            record = store.node(candidate)
+            if record is not None:
+                return record
+        names = []
+        for record in store.nodes():
+            if record.name == key:
+                return record
+            names.append(record.name)
+        raise NotFoundError.named("skill or group", key, names, "in the index")
+
+    def neighbors(self, key: str) -> tuple[NodeRecord, list[dict[str, Any]]]:
+        """A node and its edges (kind, direction, weight, the other end, the edge's props)."""
+        record = self.node(key)
+        rows: list[dict[str, Any]] = []
+        for edge, other in self.store.neighbors(record.id):
+            rows.append({"edge": edge.kind.value, "direction": "->" if edge.src == record.id
+                         else "<-", "weight": edge.weight, "kind": other.kind.value,
+                         "name": other.name, "id": other.id,
+                         "location": other.data.get("path"), "props": dict(edge.props)})
+        rows.sort(key=lambda r: (r["edge"], -r["weight"], r["name"]))
+        return record, rows
+
+    def export(self, group: str, fmt: Literal["mermaid", "dot"] = "mermaid") -> str:
+        """A group's DAG as Mermaid or Graphviz DOT."""
+        from skillgrove.graph.export import to_dot, to_mermaid
+        from skillgrove.graph.model import NodeKind
+
+        record = self.node(group)
+        if record.kind is not NodeKind.GROUP:
+            raise InvalidRequestError("group", f"'{group}' is a skill, not a group")
+        return to_mermaid(record) if fmt == "mermaid" else to_dot(record)
+
+    def suggest_groups(self, history: str | os.PathLike[str] | None = None, *,
+                       min_support: int = 2) -> list[Any]:
+        """Draft groups mined from the run log (or a history file in the benchmark format)."""
+        from skillgrove.graph.learning import HistoryRow, mine_groups, read_history
+
+        if min_support < 1:
+            raise InvalidRequestError("min_support", "must be at least 1")
+        if history is not None:
+            rows = read_history(Path(history))
+        else:
+            rows = [HistoryRow(r.id, r.request or "",
+                               tuple(s.target for s in r.steps
+                                     if s.kind == "skill" and s.status == "success"),
+                               (), r.status == "success")
+                    for r in self.run_log.list(100_000)]
+        return mine_groups(rows, min_support=min_support)
 
     # -- running -------------------------------------------------------------------------------
 

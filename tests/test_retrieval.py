@@ -197,20 +197,32 @@ def test_a_second_process_searches_without_rebuilding(tmp_path: Path,
         capture_output=True, text=True, cwd=REPO, env=env, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     toolbox = json.loads(result.stdout)
-    assert toolbox["group"]["id"] == "group:kpi-report"
+    assert toolbox["shape"] == "group" and toolbox["group"]["id"] == "kpi-report"
+    # Every selected skill is described, with what an agent needs to use it.
+    described = {s["name"]: s for s in toolbox["skills"]}
+    assert toolbox["selected"] and set(toolbox["selected"]) <= set(described)
+    for name in toolbox["selected"]:
+        skill = described[name]
+        assert skill["location"].endswith(f"{name}/SKILL.md")
+        assert skill["input_schema"]["type"] == "object"
+        assert {"runnable", "available", "unavailable_reasons"} <= set(skill)
+    assert toolbox["group"]["input_schema"]["type"] == "object"
     assert (index_dir / "graph.sqlite").stat().st_mtime_ns == before
 
 
-def test_search_without_an_index_says_what_to_do(tmp_path: Path) -> None:
+def test_search_without_an_index_indexes_first_and_says_so(tmp_path: Path) -> None:
     from io import StringIO
 
     from skillgrove.runtime.cli import main
 
-    err = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", "search", "x", "--index",
-                          str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO,
-                         check=False)
-    assert err.returncode == 1
-    assert "no index at" in err.stderr and "skillgrove index" in err.stderr
+    library = copy_fixture_library(tmp_path / "lib")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SKILLGROVE_PATH": str(library)}
+    err = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", "search",
+                          "chart the weekly KPIs", "--index", str(tmp_path / "none")],
+                         capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    assert err.returncode == 0, err.stderr
+    assert f"no index yet: indexing {library}" in err.stderr
+    assert "make-chart" in err.stdout
     assert "Traceback" not in err.stderr
     assert main(["check", str(REPO / "tests" / "fixtures" / "library")], StringIO()) == 0
 

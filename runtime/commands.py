@@ -35,7 +35,11 @@ def engine_from_args(args: argparse.Namespace) -> Skillgrove:
     return Skillgrove(paths, index=index_dir(args), store=args.store, model=args.model,
                       allow_rules=getattr(args, "allow_rule", None) or (),
                       concurrency=getattr(args, "concurrency", 4),
-                      log=lambda message: sys.stderr.write(f"skillgrove: {message}\n"))
+                      log=_say)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"skillgrove: {message}\n")
 
 
 def cache_path() -> Path:
@@ -439,7 +443,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"$ skillgrove ask {json.dumps(request)}  (context: {json.dumps(values)})\n\n")
     engine = Skillgrove([library], index=index_dir(args), store=args.store, model=args.model,
                         concurrency=args.concurrency,
-                        log=lambda message: sys.stderr.write(f"skillgrove: {message}\n"))
+                        log=_say)
     try:
         answer = engine.ask(request, {"values": values}, budget=args.budget, fmt=args.format,
                             on_event=ProgressDisplay(sys.stderr))

@@ -1,22 +1,42 @@
-"""Skills: what a skill is (a folder with SKILL.md) and how a library of them is found on disk."""
+"""Skills: what a skill is (a folder with SKILL.md) and how a library of them is found on disk.
 
-from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
-from skillgrove.skills.errors import (
-    ExpressionError,
-    ExpressionEvalError,
-    ExpressionSyntaxError,
-    LibraryError,
-    SkillgroveError,
-)
-from skillgrove.skills.loader import (
-    LoadOptions,
-    SkillCatalog,
-    SkillLoad,
-    discover_skills,
-    load_skill,
-)
-from skillgrove.skills.model import Availability, Entrypoint, Requirements, Skill
-from skillgrove.skills.safety import SafetyPolicy
+The names below load on first use, so that importing one small module of this package (the
+errors, the diagnostics) does not pull in YAML and JSON Schema.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
+    from skillgrove.skills.errors import (
+        ExpressionError,
+        ExpressionEvalError,
+        ExpressionSyntaxError,
+        LibraryError,
+        SkillgroveError,
+    )
+    from skillgrove.skills.loader import (
+        LoadOptions,
+        SkillCatalog,
+        SkillLoad,
+        discover_skills,
+        load_skill,
+    )
+    from skillgrove.skills.model import Availability, Entrypoint, Requirements, Skill
+    from skillgrove.skills.safety import SafetyPolicy
+
+_WHERE = {
+    "Diagnostic": "diagnostics", "Severity": "diagnostics", "did_you_mean": "diagnostics",
+    "ExpressionError": "errors", "ExpressionEvalError": "errors",
+    "ExpressionSyntaxError": "errors", "LibraryError": "errors", "SkillgroveError": "errors",
+    "LoadOptions": "loader", "SkillCatalog": "loader", "SkillLoad": "loader",
+    "discover_skills": "loader", "load_skill": "loader",
+    "Availability": "model", "Entrypoint": "model", "Requirements": "model", "Skill": "model",
+    "SafetyPolicy": "safety",
+}
 
 __all__ = [
     "Availability",
@@ -38,3 +58,11 @@ __all__ = [
     "discover_skills",
     "load_skill",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

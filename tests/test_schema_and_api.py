@@ -40,7 +40,8 @@ def test_schema_catches_an_unknown_step_field() -> None:
     assert list(Draft202012Validator(group_schema()).iter_errors(data))
 
 
-@pytest.mark.parametrize("module", ["skills", "groups"])
+@pytest.mark.parametrize("module", ["skillgrove", "skillgrove.skills", "skillgrove.groups",
+                                    "skillgrove.graph"])
 def test_public_all_is_sorted_and_complete(module: str) -> None:
     mod = importlib.import_module(module)
     exported = mod.__all__

@@ -652,14 +652,14 @@ class Skillgrove:
         values = _mapping("inputs", inputs)
         specs = tuple(InputSpec(key, _json_type(value), required=True) for key, value
                       in values.items())
-        step = Step(id="run", skill=found.name,
+        step = Step(id=found.name, skill=found.name,
                     with_={key: "${{ inputs.%s }}" % key for key in values})  # noqa: UP031
         gid = SKILL_RUN_PREFIX + found.name
         single = Group(id=gid, name=found.name, description=found.description,
                        path=found.skill_file, content_hash=found.content_hash, inputs=specs,
                        steps=(step,), outputs={})
         record: RunRecord = self._runner(on_event, {gid: single}).run(gid, values, {})
-        run_step = record.step("run")
+        run_step = record.step(found.name)
         if run_step is not None and run_step.status == "success":
             record = replace(record, outputs=dict(run_step.outputs))
             self.run_log.record(record)

@@ -142,6 +142,10 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
         if ids:
             edges.extend(similar_edges(ids, np.stack([vectors[i] for i in ids])))
     edges.extend(co_used_edges(memberships, co_use))
+    # History may name skills that are not indexed (shadowed by a same-named skill, rejected,
+    # removed): an edge is written only between nodes that exist.
+    known = {n.id for n in nodes}
+    edges = [e for e in edges if e.src in known and e.dst in known]
     return nodes, vectors, edges
 
 

@@ -106,6 +106,54 @@ def _call_order(rows: Sequence[HistoryRow], members: frozenset[str]) -> tuple[st
     return tuple(sorted(members, key=lambda s: (sum(positions[s]) / len(positions[s]), s)))
 
 
+def acyclic_edges(edges: Iterable[tuple[str, str]], votes: Mapping[tuple[str, str], int],
+                  order: Sequence[str]) -> list[tuple[str, str]]:
+    """The edges, most voted first (then in call order), each kept only if it closes no cycle
+    with those kept before it.
+
+    >>> acyclic_edges([("a", "b"), ("b", "a")], {("a", "b"): 3, ("b", "a"): 2}, ["a", "b"])
+    [('a', 'b')]
+    """
+    position = {m: i for i, m in enumerate(order)}
+    after: dict[str, set[str]] = defaultdict(set)
+    kept: list[tuple[str, str]] = []
+
+    def reaches(start: str, goal: str) -> bool:
+        stack, seen = [start], {start}
+        while stack:
+            node = stack.pop()
+            if node == goal:
+                return True
+            for nxt in after[node] - seen:
+                seen.add(nxt)
+                stack.append(nxt)
+        return False
+
+    ranked = sorted(set(edges), key=lambda e: (-votes.get(e, 0), position.get(e[0], 0),
+                                               position.get(e[1], 0), e))
+    for src, dst in ranked:
+        if src == dst or reaches(dst, src):
+            continue
+        after[src].add(dst)
+        kept.append((src, dst))
+    return kept
+
+
+def _topological(order: Sequence[str], edges: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """``order`` changed only as much as ``edges`` (acyclic) require: each member as early as
+    its call position allows once everything it needs is placed."""
+    needs: dict[str, set[str]] = {m: set() for m in order}
+    for src, dst in edges:
+        needs[dst].add(src)
+    placed: list[str] = []
+    remaining = list(order)
+    while remaining:
+        ready = next(m for m in remaining if needs[m] <= set(placed))
+        placed.append(ready)
+        remaining.remove(ready)
+    return tuple(placed)
+
+
 def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_examples: int = 8,
                 names: Mapping[str, str] | None = None,
                 descriptions: Mapping[str, str] | None = None) -> list[DraftGroup]:
@@ -125,10 +173,14 @@ def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_example
         order = _call_order(support_rows, members)
         edge_votes = Counter(e for row in support_rows for e in set(row.edges)
                              if e[0] in members and e[1] in members and e[0] != e[1])
-        # An edge seen in at least half of the rows that declare edges is part of the group.
+        # An edge seen in at least half of the rows that declare edges is part of the group,
+        # unless it would close a cycle with edges seen more often (runs that called the same
+        # skills in different orders): a draft is always a valid DAG.
         declaring = sum(1 for row in support_rows if row.edges)
-        edges = tuple(sorted((e for e, n in edge_votes.items() if n * 2 >= declaring),
-                             key=lambda e: (order.index(e[0]), order.index(e[1]))))
+        candidates = [e for e, n in edge_votes.items() if n * 2 >= declaring]
+        kept = acyclic_edges(candidates, edge_votes, order)
+        order = _topological(order, kept)
+        edges = tuple(sorted(kept, key=lambda e: (order.index(e[0]), order.index(e[1]))))
         requests = tuple(dict.fromkeys(r.request for r in support_rows))
         labels = [names.get(m, m) for m in order]
         group_id = _unique_id("-".join(_slug(label) for label in labels)[:60] or "group",

@@ -192,3 +192,57 @@ def test_the_fast_route_is_cut_where_it_loses_nothing() -> None:
     assert lossless_cut(mixed) == (0.9, 1.0)
     assert lossless_cut(sure[:10]) == (2.0, 0.0)  # too few rows to trust
     assert lossless_cut([(0.99, 0.5, 1.0)] * 30) == (2.0, 0.0)  # always worse: never
+
+
+def test_runs_calling_the_same_skills_in_different_orders_mine_a_valid_dag(
+        tmp_path: Path) -> None:
+    """Half the runs say a -> b -> c, the other half c -> b and b -> a: the draft keeps the
+    edges seen most often that close no cycle, and the written group validates."""
+    from skillgrove.graph.learning import draft_to_yaml, mine_groups
+    from skillgrove.groups.library import load_library
+    from tests.helpers import write_skill
+
+    rows = [HistoryRow("1", "one way", ("a", "b", "c"), (("a", "b"), ("b", "c"))),
+            HistoryRow("2", "one way again", ("a", "b", "c"), (("a", "b"), ("b", "c"))),
+            HistoryRow("3", "the other way", ("c", "b", "a"), (("c", "b"), ("b", "a"))),
+            HistoryRow("4", "the other way again", ("c", "b", "a"), (("c", "b"), ("b", "a"))),
+            HistoryRow("5", "mostly one way", ("a", "b", "c"), (("a", "b"), ("c", "b")))]
+    (draft,) = mine_groups(rows)
+    assert draft.edges == (("a", "b"), ("b", "c")) or draft.edges == (("a", "b"), ("c", "b"))
+    assert len(draft.edges) == 2
+    for name in "abc":
+        write_skill(tmp_path / "skills", name, f"---\nname: {name}\ndescription: {name}\n---\n")
+    (tmp_path / "groups").mkdir()
+    (tmp_path / "groups" / f"{draft.id}.yaml").write_text(draft_to_yaml(draft))
+    library = load_library([tmp_path])
+    assert not library.errors, [d.format() for d in library.errors]
+    assert draft.id in library.groups
+
+
+def test_duplicate_skill_names_with_co_use_history_search_without_error(
+        tmp_path: Path, encoder) -> None:  # type: ignore[no-untyped-def]
+    """Two roots hold a skill of the same name; history co-uses the shadowed one's id."""
+    from skillgrove.graph.embedded import EmbeddedStore
+    from skillgrove.graph.indexer import index_library
+    from skillgrove.graph.retrieval import Retriever
+    from skillgrove.groups.library import load_library
+    from skillgrove.skills.loader import LoadOptions
+    from tests.helpers import write_skill
+
+    for root in ("first", "second"):
+        for name in ("format-date", "parse-date"):
+            path = write_skill(tmp_path / root / "skills", name,
+                               f"---\nname: {name}\ndescription: {name.replace('-', ' ')} "
+                               f"({root} copy)\n---\n")
+            (path.parent / ".skill_id").write_text(f"{root}-{name}\n")
+    library = load_library([tmp_path / "first", tmp_path / "second"], LoadOptions())
+    assert {s.id for s in library.skills.values()} == {"first-format-date", "first-parse-date"}
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder,
+                  co_use={("second-format-date", "first-parse-date"): 3.0,
+                          ("first-format-date", "first-parse-date"): 2.0})
+    ids = {n.id for n in store.nodes()}
+    assert all(e.src in ids and e.dst in ids for e in store.edges())
+    toolbox = Retriever(store, encoder).search("format a date")
+    assert toolbox.skills and toolbox.skills[0].name == "format-date"
+    assert [s.name for s in toolbox.suggestions] == ["parse-date"]

@@ -114,6 +114,14 @@ def write_library(dataset: Dataset, root: Path, mode: str,
                  f"description: {_yaml_string(skill['description'] or skill['name'])}"]
         if tags:
             lines.append(f"tags: {json.dumps([str(t) for t in tags], ensure_ascii=False)}")
+        # The optional contract fields are part of the skill as its author declared them
+        # (JSON is valid YAML); prerequisites are named, as a SKILL.md names other skills.
+        for key in ("inputs", "outputs"):
+            if isinstance(skill.get(key), dict) and skill[key]:
+                lines.append(f"{key}: {json.dumps(skill[key], ensure_ascii=False)}")
+        depends = [names.get(str(d), str(d)) for d in skill.get("depends_on") or []]
+        if depends:
+            lines.append(f"depends_on: {json.dumps(depends, ensure_ascii=False)}")
         lines += ["---", str(skill.get("body") or ""), ""]
         (folder / "SKILL.md").write_text("\n".join(lines), encoding="utf-8")
         (folder / ".skill_id").write_text(str(skill["id"]) + "\n", encoding="utf-8")

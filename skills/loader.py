@@ -43,7 +43,8 @@ _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 
 SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
-EXTENSION_FIELDS = ("version", "tags", "inputs", "outputs", "entrypoint", "requires", "enabled")
+EXTENSION_FIELDS = ("version", "tags", "inputs", "outputs", "entrypoint", "requires", "enabled",
+                    "depends_on")
 KNOWN_FIELDS = SPEC_FIELDS + EXTENSION_FIELDS
 REQUIRES_FIELDS = ("bins", "any_bins", "env", "os", "mcp")
 _REQUIRES_ALIASES = {"anyBins": "any_bins", "any-bins": "any_bins"}
@@ -260,6 +261,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
     entrypoint = _entrypoint(data, folder, out)
     requires = _requirements(data, out)
     tags = _string_list(data, "tags", out)
+    depends_on = _string_list(data, "depends_on", out)
     allowed_tools = _allowed_tools(data, out)
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -294,6 +296,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
         body_line=front.body_line,
         declared_version=str(version) if version is not None else None,
         tags=tags,
+        depends_on=depends_on,
         inputs=inputs,
         outputs=outputs,
         entrypoint=entrypoint,

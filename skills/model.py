@@ -75,6 +75,8 @@ class Skill:
     """1-based line of SKILL.md where the Markdown body starts."""
     declared_version: str | None = None
     tags: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    """Names of skills whose results this one needs first (declared prerequisites)."""
     inputs: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
     outputs: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
     entrypoint: Entrypoint | None = None

@@ -137,6 +137,13 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
                 edges.append(Edge(EdgeKind.FLOWS_TO, skills[a.skill].id, skills[b.skill].id, 1.0,
                                   {"group": group.id, "from_step": a.id, "to_step": b.id}))
         memberships.append(members)
+    # Declared prerequisites: the skill a skill depends on flows into it.
+    for skill in skills.values():
+        for name in skill.depends_on:
+            needed = skills.get(name)
+            if needed is not None and needed.id != skill.id:
+                edges.append(Edge(EdgeKind.FLOWS_TO, needed.id, skill.id, 1.0,
+                                  {"declared": True}))
     for kind_nodes in (skill_nodes, group_nodes):
         ids = [n.id for n in kind_nodes]
         if ids:

@@ -84,6 +84,12 @@ class RetrievalConfig:
     embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
     ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
     accurate as the full one on the requests it takes."""
+    closure_max: int = 12
+    """At most this many declared prerequisites join a single-skill answer (its dependency
+    closure); 0 turns the closure off."""
+    companions_max: int = 4
+    """At most this many companions of the closure's prerequisites are ranked after it."""
+    companion_min: float = 0.6
     runner_up_min: float = 0.01
     """With a group router, skills of other groups whose combined belief reaches this share
     follow the chosen group's members in the ranking, likeliest first."""
@@ -152,6 +158,19 @@ class Toolbox:
     suggestions: tuple[Suggestion, ...]
     group_candidates: tuple[tuple[str, float], ...]
     latency_ms: float
+    edges: tuple[tuple[str, str], ...] = ()
+    """Without a group: which selected skill feeds which (declared prerequisites), making the
+    toolbox a composed one."""
+
+    @property
+    def shape(self) -> str:
+        """``group``, ``composed`` (skills joined by edges), ``skill`` (one), ``skills``
+        (several, unconnected) or ``none``."""
+        if self.group is not None:
+            return "group"
+        if self.edges:
+            return "composed"
+        return {0: "none", 1: "skill"}.get(len(self.selected), "skills")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -213,6 +232,13 @@ class Retriever:
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
+        edges: tuple[tuple[str, str], ...] = ()
+        if group is None and selected:
+            selected, skills, edges = self._with_prerequisites(selected, skills)
+        elif group is None and skills:
+            # Nothing fits well enough to select, but the best candidate is still shown with
+            # what it would need.
+            _, skills, _ = self._with_prerequisites((skills[0].id,), skills)
         anchors = list(group.members) if group is not None else list(selected)
         key = ("suggest", tuple(anchors))
         if state.memo is not None and key in state.memo:
@@ -223,7 +249,120 @@ class Retriever:
                 state.memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
-                       (time.perf_counter() - started) * 1000)
+                       (time.perf_counter() - started) * 1000, edges)
+
+    def _with_prerequisites(self, selected: Sequence[str], skills: list[ScoredSkill],
+                            ) -> tuple[tuple[str, ...], list[ScoredSkill],
+                                       tuple[tuple[str, str], ...]]:
+        """The dependency closure of the selected skills: their declared prerequisites (and
+        theirs), at most ``closure_max`` of them, each placed before the skill that needs it
+        in the selection, with its reason. In the ranking each selected skill is followed by
+        its own closure (and the companions of its prerequisites, see ``_companions``)
+        before the next selected skill.
+
+        A toolbox that gained prerequisites is *composed*: its ``edges`` say which result
+        feeds which skill."""
+        budget = self.config.closure_max
+        if budget <= 0:
+            return tuple(selected), skills, ()
+        chosen = set(selected)
+        added: list[str] = []
+        needed_by: dict[str, str] = {}
+        edges: list[tuple[str, str]] = []
+        records: dict[str, NodeRecord] = {}
+
+        def visit(sid: str, path: frozenset[str], into: list[str]) -> None:
+            for edge, other in self.store.neighbors(sid, [EdgeKind.FLOWS_TO]):
+                if edge.dst != sid or not edge.props.get("declared") or other.id in path:
+                    continue
+                if other.id not in chosen and len(added) >= budget:
+                    continue
+                edges.append((other.id, sid))
+                if other.id in chosen:
+                    continue
+                chosen.add(other.id)
+                records[other.id] = other
+                needed_by[other.id] = records[sid].name if sid in records else sid
+                visit(other.id, path | {other.id}, into)
+                added.append(other.id)
+                into.append(other.id)
+
+        blocks: list[tuple[str, list[str]]] = []
+        for sid in selected:
+            record = self.store.node(sid)
+            if record is not None:
+                records[sid] = record
+                own: list[str] = []
+                visit(sid, frozenset({sid}), own)
+                blocks.append((sid, own))
+        if not added:
+            return tuple(selected), skills, ()
+        by_id = {s.id: s for s in skills}
+        top = skills[0].score if skills else 0.0
+
+        def scored(pid: str) -> ScoredSkill:
+            record = records[pid]
+            old = by_id.get(pid)
+            notes: dict[str, Any] = dict(old.explanation) if old else {}
+            notes["prerequisite_of"] = needed_by[pid]
+            return ScoredSkill(pid, record.name, old.score if old else top,
+                               str(record.data.get("description", "")),
+                               bool(record.data.get("available", True)), notes)
+
+        companions = self._companions(added, chosen, top, records)
+        after: dict[str, list[ScoredSkill]] = {}
+        for companion in companions:
+            after.setdefault(str(companion.explanation["companion_of_id"]), []).append(
+                companion)
+        woven: list[ScoredSkill] = []
+        for sid, own in blocks:
+            if sid in by_id:
+                woven.append(by_id[sid])
+            for pid in own:  # each companion right after the prerequisite it acts on
+                woven.append(scored(pid))
+                woven.extend(after.get(pid, ()))
+        placed = {s.id for s in woven}
+        rest = [s for s in skills if s.id not in placed]
+        order = tuple(added) + tuple(s for s in selected)
+        return order, woven + rest, tuple(dict.fromkeys(edges))
+
+    def _companions(self, prerequisites: Sequence[str], chosen: set[str], score: float,
+                    records: Mapping[str, NodeRecord]) -> list[ScoredSkill]:
+        """Skills that act on what a prerequisite of the toolbox reads: a declared dependent
+        of it, the one most like it (cosine of their texts, at least ``companion_min``),
+        whose own prerequisites are all in the toolbox (the setter of a status its getter
+        reads). They are ranked right after the toolbox, not selected: likely next steps."""
+        import numpy as np
+
+        found: dict[str, tuple[float, NodeRecord, str]] = {}
+        for pid in prerequisites:
+            base = self.store.vector(pid)
+            if base is None:
+                continue
+            scored: list[tuple[float, NodeRecord]] = []
+            for edge, other in self.store.neighbors(pid, [EdgeKind.FLOWS_TO]):
+                if edge.src != pid or not edge.props.get("declared") or other.id in chosen:
+                    continue
+                vector = self.store.vector(other.id)
+                if vector is not None:
+                    scored.append((float(np.dot(base, vector)), other))
+            scored.sort(key=lambda t: (-t[0], t[1].name))
+            for cosine, other in scored[:3]:
+                if cosine < self.config.companion_min:
+                    break
+                needs = {e.src for e, _ in self.store.neighbors(other.id, [EdgeKind.FLOWS_TO])
+                         if e.dst == other.id and e.props.get("declared")}
+                if needs <= chosen:
+                    if cosine > found.get(other.id, (0.0,))[0]:
+                        found[other.id] = (cosine, other, pid)
+                    break
+        ranked = sorted(found.values(), key=lambda t: (-t[0], t[1].name))
+        return [ScoredSkill(record.id, record.name, score,
+                            str(record.data.get("description", "")),
+                            bool(record.data.get("available", True)),
+                            {"companion_of": records[pid].name, "companion_of_id": pid,
+                             "similar": round(weight, 4)})
+                for weight, record, pid in ranked[: self.config.companions_max]]
 
     def _fast_route(self, query: str, context: RequestContext, router: GroupRouter | None,
                     ) -> tuple[GroupChoice, list[tuple[str, float]]] | None:

@@ -149,7 +149,7 @@ def ranked_list(toolbox: Toolbox) -> list[str]:
 
 def selected_edges(toolbox: Toolbox, ids_by_name: Mapping[str, str]) -> set[tuple[str, str]]:
     if toolbox.group is None:
-        return set()
+        return set(toolbox.edges)
     return {(ids_by_name.get(a, a), ids_by_name.get(b, b)) for a, b in toolbox.group.edges}
 
 

@@ -160,8 +160,8 @@ class ToolboxViews:
         names = {v["id"]: v["name"] for v in ranked}
         return {
             "request": toolbox.request,
-            "shape": "group" if toolbox.group is not None else (
-                "skills" if toolbox.selected else "none"),
+            "shape": toolbox.shape,
+            "edges": [[names.get(a, a), names.get(b, b)] for a, b in toolbox.edges],
             "group": self._group(toolbox.group) if toolbox.group is not None else None,
             "fallback_reason": toolbox.fallback_reason,
             "selected": [names.get(sid, sid) for sid in toolbox.selected],

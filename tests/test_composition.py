@@ -1,0 +1,78 @@
+"""Composed toolboxes: declared prerequisites (``depends_on``) join a single-skill answer in
+order, with their edges and reasons; the companion that acts on what a prerequisite reads is
+ranked right after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.indexer import index_library
+from skillgrove.graph.model import EdgeKind
+from skillgrove.graph.retrieval import RetrievalConfig, Retriever
+from skillgrove.groups.library import load_library
+from skillgrove.skills.loader import LoadOptions
+from tests.helpers import write_skill
+
+SKILLS = {
+    "get-wifi-status": ("Tell whether Wi-Fi is switched on or off.", []),
+    "set-wifi-status": ("Switch Wi-Fi on or off.", ["get-wifi-status"]),
+    "airline-login": ("Log in to the airline account of the user.", ["get-wifi-status"]),
+    "book-flight": ("Book a flight ticket with the airline for given dates and cities.",
+                    ["airline-login", "get-wifi-status"]),
+    "bake-bread": ("Give a recipe for baking sourdough bread at home.", []),
+}
+
+
+@pytest.fixture
+def retriever(tmp_path: Path, encoder: CachedEncoder) -> Retriever:
+    for name, (description, needs) in SKILLS.items():
+        depends = f"depends_on: [{', '.join(needs)}]\n" if needs else ""
+        write_skill(tmp_path / "skills", name,
+                    f"---\nname: {name}\ndescription: {description}\n{depends}---\n")
+    library = load_library([tmp_path], LoadOptions())
+    assert not library.errors
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    return Retriever(store, encoder)
+
+
+def test_declared_dependencies_become_edges(retriever: Retriever) -> None:
+    ids = {n.name: n.id for n in retriever.store.nodes()}
+    declared = {(e.src, e.dst) for e in retriever.store.edges(EdgeKind.FLOWS_TO)
+                if e.props.get("declared")}
+    assert declared == {(ids["get-wifi-status"], ids["set-wifi-status"]),
+                        (ids["get-wifi-status"], ids["airline-login"]),
+                        (ids["airline-login"], ids["book-flight"]),
+                        (ids["get-wifi-status"], ids["book-flight"])}
+
+
+def test_the_closure_joins_the_answer_in_order(retriever: Retriever) -> None:
+    toolbox = retriever.search("book me a flight to Lisbon next Friday")
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.shape == "composed"
+    assert [names[s] for s in toolbox.selected] == ["get-wifi-status", "airline-login",
+                                                    "book-flight"]
+    assert {(names[a], names[b]) for a, b in toolbox.edges} == {
+        ("airline-login", "book-flight"), ("get-wifi-status", "book-flight"),
+        ("get-wifi-status", "airline-login")}
+    ranked = [s.name for s in toolbox.skills]
+    assert ranked[:4] == ["book-flight", "get-wifi-status", "set-wifi-status", "airline-login"]
+    explained = {s.name: s.explanation for s in toolbox.skills}
+    assert explained["get-wifi-status"]["prerequisite_of"] in ("book-flight", "airline-login")
+    assert explained["set-wifi-status"]["companion_of"] == "get-wifi-status"
+    assert "set-wifi-status" not in [names[s] for s in toolbox.selected]
+
+
+def test_a_skill_without_prerequisites_stays_one_skill(retriever: Retriever) -> None:
+    toolbox = retriever.search("how do I bake sourdough bread")
+    assert toolbox.shape == "skill" and not toolbox.edges
+
+
+def test_the_closure_can_be_turned_off(retriever: Retriever) -> None:
+    plain = Retriever(retriever.store, retriever.encoder, RetrievalConfig(closure_max=0))
+    toolbox = plain.search("book me a flight to Lisbon next Friday")
+    assert toolbox.shape in ("skill", "skills") and not toolbox.edges

@@ -520,15 +520,19 @@ class Skillgrove:
         library = self.library
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
+        served: set[Path] = set()
         for gid, group in sorted(library.groups.items()):
             view = group_view(group, library.skills)
             view["status"] = "last-good" if gid in self._broken else "valid"
             view["errors"] = list(self._broken.get(gid, ()))
             out.append(view)
             seen.add(gid)
+            served.add(Path(group.path))
         for load in library.group_loads:
             if load.group is not None and load.group.id in seen:
                 continue
+            if load.group is None and Path(load.path) in served:
+                continue  # no longer parses; listed above as its last good version
             errors = [d.format() for d in load.diagnostics if d.is_error]
             if load.group is not None:
                 errors += [d.format() for d in library.errors
@@ -789,12 +793,14 @@ class Watcher(threading.Thread):
         if not roots:
             self.ready.set()
             return
-        self.engine.refresh()
-        self.ready.set()
-        for _changes in watchfiles.watch(*roots, stop_event=self.stop_event, debounce=400,
-                                         step=50, rust_timeout=500, yield_on_timeout=False,
-                                         watch_filter=_library_change):
-            self.engine.refresh()
+        # The first index runs once the watcher is live (its first yield), so a change made
+        # while it runs is not lost: the watcher holds it and yields it next.
+        for changes in watchfiles.watch(*roots, stop_event=self.stop_event, debounce=400,
+                                        step=50, rust_timeout=500, yield_on_timeout=True,
+                                        watch_filter=_library_change):
+            if changes or not self.ready.is_set():
+                self.engine.refresh()
+                self.ready.set()
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -160,7 +160,7 @@ def test_searches_during_a_reindex_all_succeed(engine: Skillgrove, library: Path
             try:
                 toolbox = engine.search(request)
                 seen.add(toolbox.group.id if toolbox.group else None)
-            except BaseException as exc:  # noqa: BLE001 - any failure fails the test
+            except BaseException as exc:  # any failure fails the test
                 failures.append(exc)
                 return
 

@@ -56,8 +56,8 @@ def test_the_mcp_host_configuration_starts_a_working_server(tmp_path: Path) -> N
             result = await client.call_tool("search_toolbox", {
                 "request": "summarize the quarterly report PDF and email the key numbers to "
                            "my team"})
-            assert not result.isError, result.content
-            return tools, dict(result.structuredContent or {})
+            assert not result.is_error, result.content
+            return tools, dict(result.structured_content or {})
 
     tools, toolbox = anyio.run(session)
     assert {"search_toolbox", "get_skill", "run_group", "inject", "list_groups"} <= set(tools)

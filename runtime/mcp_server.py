@@ -1,0 +1,1174 @@
+"""The MCP server: the engine's tools, its skills as resources, its changes as notifications.
+
+    skillgrove serve mcp library                   # stdio, for a host that starts the server
+    skillgrove serve mcp library --transport http  # streamable HTTP on 127.0.0.1:8765/mcp
+
+>>> from skillgrove import Skillgrove
+>>> from skillgrove.runtime import mcp_server
+>>> mcp_server.serve(Skillgrove(["library"]), transport="http", port=8765)  # blocks
+
+It is built on the low-level ``mcp.server.Server`` of the official SDK (2.x), because the tool
+list and the resources are not fixed: they follow the library as it changes on disk. Every
+handler calls only the engine (:class:`skillgrove.runtime.engine.Skillgrove`), in a worker thread
+(model inference and skill subprocesses block), so concurrent clients are served.
+
+**Tools.** Each returns the engine's JSON view as structured content and a short text that an
+agent can act on when its host shows only text:
+
+- ``search_toolbox(request, context?, k?)``: the toolbox for a task — a group with its steps,
+  edges and input schema, or single skills with scores, reasons and "usually used with".
+- ``get_skill(name, file?)``: a skill's view, instructions and files (size, sha256), or one file.
+- ``run_group(group, inputs?, context?)``: run a group; every runner event is a progress
+  notification (total = the group's steps). Returns outputs, status, run id and the record.
+- ``run_skill(name, inputs?)``: run one executable skill on its own (with progress).
+- ``get_run(id)``: a run record. ``inject(request?, run_id?, budget?, format?, context?)``: the
+  context block for the agent. ``list_groups()``: every group file, ``valid``, ``last-good``
+  (serving its last good version; the errors of the file on disk) or ``errors``.
+- ``group_<id>`` (``-`` becomes ``_``): one tool per group whose file says ``expose: tool``; its
+  input schema is exactly the group's declared inputs plus an optional ``context`` object.
+
+Engine errors come back as tool errors (``isError``) carrying ``{code, message, details}``.
+
+**Resources**, as the MCP Skills extension (SEP-2640, ``io.modelcontextprotocol/skills``)
+defines them, plus the two conventions FastMCP's skills provider adds::
+
+    skill://<skill>/SKILL.md           the skill's SKILL.md (text/markdown)
+    skill://<skill>/<path>             every other file of its folder
+    skill://<skill>/_manifest          JSON: every file with its size and sha256 digest
+    skill://group/<group id>/SKILL.md  a generated SKILL.md for a group: inputs, context, steps
+
+Every resource carries its ``size`` and ``_meta["io.modelcontextprotocol.skills/digest"]``
+(``sha256:<hex>`` of the bytes ``resources/read`` returns, which are served unchanged). The
+extension's ``skills/list`` and ``skills/get`` return each skill's verbatim frontmatter and its
+complete file manifest; groups are listed there too, under the ``group`` prefix.
+
+**Notifications.** The engine calls the server after every re-index (``engine.on_change``; with
+``watch=True`` the engine also watches the library folders). The server then compares the new
+tool list and resources with the ones it last announced and tells every connected client what
+changed. Clients of the handshake protocol (up to 2025-11-25) get
+``notifications/tools/list_changed``, ``notifications/resources/list_changed`` and
+``notifications/resources/updated`` (for the URIs they subscribed to) on their connection's
+standalone channel: the server keeps each such connection from its first request until it
+closes. Clients of the 2026-07-28 protocol get the same events on their
+``subscriptions/listen`` stream, through the SDK's subscription bus.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import mimetypes
+import re
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import quote
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+import mcp_types as types
+import yaml
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skillgrove.runtime.errors import EngineError, InvalidRequestError, NotFoundError
+from skillgrove.runtime.events import Event, EventKind
+from skillgrove.skills.errors import SkillgroveError
+
+if TYPE_CHECKING:
+    from skillgrove.graph.runlog import RunRecord
+    from skillgrove.groups.model import Group
+    from skillgrove.runtime.engine import Skillgrove
+
+__all__ = ["GROUP_TOOL_PREFIX", "SKILLS_EXTENSION", "SkillgroveMCP", "group_tool_name",
+           "progress_message", "serve"]
+
+logger = logging.getLogger("skillgrove.mcp")
+
+SERVER_NAME = "skillgrove"
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+"""The MCP Skills extension (SEP-2640): ``skills/list``, ``skills/get``, ``skill://`` URIs."""
+DIGEST_META_KEY = "io.modelcontextprotocol.skills/digest"
+EVENT_META_KEY = "skillgrove/event"
+"""The ``_meta`` key of a progress notification that carries the runner event as JSON."""
+GROUP_TOOL_PREFIX = "group_"
+GROUP_URI_PREFIX = "group"
+"""``skill://group/<id>/SKILL.md``: the organisational prefix of the generated group skills."""
+MANIFEST_FILE = "_manifest"
+CONTEXT_ARGUMENT = "context"
+TEXT_LIMIT = 6000
+"""Characters of JSON a text rendering shows before it points at the structured content."""
+
+INSTRUCTIONS = """\
+skillgrove keeps groups (validated pipelines of skills that together solve a recurring task)
+next to the skills themselves.
+1. Call search_toolbox with the user's request (and, in context.values, what you already know,
+   e.g. file paths or addresses). It returns a group or, when none fits, single skills.
+2. A group: run it with run_group (or its own group_* tool) and the inputs its schema lists;
+   progress arrives as notifications. Single skills: read their instructions with get_skill
+   (or the skill://<name>/SKILL.md resource) and follow them; executable ones run with
+   run_skill.
+3. inject returns a context block (results and the instructions still needed) within a token
+   budget. Give paths as absolute paths: the server resolves relative ones against its own
+   working directory.
+"""
+
+_T = TypeVar("_T")
+EventCallback = Callable[[Event], None]
+ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+def serve(engine: Skillgrove, *, transport: Literal["stdio", "http"] = "stdio",
+          host: str = "127.0.0.1", port: int = 8765, watch: bool = True) -> None:
+    """Serve ``engine`` over MCP until the client (stdio) or a signal (HTTP) ends it.
+
+    ``watch``: re-index the library as its files change and announce the changes; without it
+    the engine still re-indexes a changed library before a search (and the change is announced
+    then). The streamable HTTP endpoint is ``http://<host>:<port>/mcp``.
+    """
+    if transport not in ("stdio", "http"):
+        raise InvalidRequestError("transport", f"unknown transport '{transport}' "
+                                  "(use stdio or http)")
+    app = SkillgroveMCP(engine)
+    watcher = engine.watch() if watch else None
+    if watcher is None:
+        # Load the model and index now rather than on the first search.
+        threading.Thread(target=engine.refresh, name="skillgrove-warmup", daemon=True).start()
+    try:
+        if transport == "stdio":
+            anyio.run(app.run_stdio)
+        else:
+            anyio.run(app.run_http, host, port)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+def group_tool_name(group_id: str) -> str:
+    """``report-analysis`` -> ``group_report_analysis`` (names hosts accept everywhere)."""
+    return GROUP_TOOL_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", group_id)
+
+
+# -- the catalog: tools and resources of one loaded library ---------------------------------------
+
+
+@dataclass(frozen=True)
+class _Resource:
+    uri: str
+    name: str
+    description: str
+    mime_type: str
+    size: int
+    sha256: str
+    skill: str | None = None
+    """Read through ``engine.skill_file(skill, path)``; else ``content`` is served."""
+    path: str | None = None
+    content: bytes | None = None
+
+    def listing(self) -> types.Resource:
+        return types.Resource(uri=self.uri, name=self.name, description=self.description,
+                              mime_type=self.mime_type, size=self.size,
+                              _meta={DIGEST_META_KEY: f"sha256:{self.sha256}"})
+
+    def fingerprint(self) -> tuple[str, str, str, str, int, str]:
+        return (self.uri, self.name, self.description, self.mime_type, self.size, self.sha256)
+
+
+@dataclass(frozen=True)
+class _SkillEntry:
+    """One ``Skill`` entry of the Skills extension."""
+
+    uri: str
+    frontmatter: Mapping[str, Any]
+    files: tuple[_Resource, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"uri": self.uri, "frontmatter": dict(self.frontmatter),
+                "resources": [{"uri": f.uri, "digest": f"sha256:{f.sha256}", "size": f.size}
+                              for f in self.files]}
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    library: object
+    """The engine's ``Library`` this was built from (compared by identity)."""
+    tools: tuple[types.Tool, ...]
+    group_tools: Mapping[str, str]
+    """Tool name -> group id, for the groups exposed as tools."""
+    context_inputs: frozenset[str]
+    """The group tools whose group declares an input named ``context``."""
+    resources: Mapping[str, _Resource]
+    skills: tuple[_SkillEntry, ...]
+
+    def tool_fingerprint(self) -> list[dict[str, Any]]:
+        return [tool.model_dump(by_alias=True, exclude_none=True) for tool in self.tools]
+
+    def resource_fingerprint(self) -> list[tuple[str, str, str, str, int, str]]:
+        return [r.fingerprint() for r in self.resources.values()]
+
+
+def _skill_uri(skill: str, path: str = "SKILL.md") -> str:
+    return f"skill://{quote(skill, safe='')}/{quote(path, safe='/')}"
+
+
+def _group_uri(group_id: str) -> str:
+    return f"skill://{GROUP_URI_PREFIX}/{quote(group_id, safe='')}/SKILL.md"
+
+
+def _mime_type(path: str) -> str:
+    if path.lower().endswith(".md"):
+        return "text/markdown"
+    return mimetypes.guess_type(path)[0] or "text/plain"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values (paths, dates and the like become strings)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def frontmatter_of(text: str) -> dict[str, Any]:
+    """The YAML frontmatter of a SKILL.md as JSON values (``{}`` without one)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            try:
+                data = yaml.safe_load("\n".join(lines[1:end]))
+            except yaml.YAMLError:
+                return {}
+            return _jsonable(data) if isinstance(data, dict) else {}
+    return {}
+
+
+_CONTEXT_REFERENCE = re.compile(r"\bcontext\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+                                r"|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+def context_keys(group: Group) -> list[str]:
+    """The execution-context values a group's expressions read (``${{ context.team_email }}``)."""
+    found: dict[str, None] = {}
+
+    def scan(value: Any) -> None:
+        if isinstance(value, str):
+            for dotted, quoted in _CONTEXT_REFERENCE.findall(value):
+                found.setdefault(dotted or quoted, None)
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                scan(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                scan(item)
+
+    for step in group.steps:
+        scan(step.if_)
+        scan(dict(step.with_))
+    scan(dict(group.outputs))
+    return list(found)
+
+
+def _group_skill_md(view: Mapping[str, Any], group: Group, tool: str | None) -> str:
+    """A SKILL.md for a group: what it does, how to run it, its inputs, context and steps."""
+    front = {"name": group.id, "description": group.description[:1024],
+             "metadata": {"skillgrove-kind": "group", "skillgrove-steps": len(group.steps)}}
+    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---",
+             "", f"# {group.name}", "", group.description, "",
+             "This is a skillgrove **group**: a validated pipeline of skills that the server runs "
+             "for you, step by step.", ""]
+    how = f'Run it with the `run_group` tool (`group: "{group.id}"`)'
+    lines += [how + (f" or with its own tool `{tool}`." if tool else "."), ""]
+    if view.get("status") == "last-good":
+        lines += ["**Serving its last good version**: the file on disk has errors:", ""]
+        lines += [f"- {error}" for error in view.get("errors", [])] + [""]
+    schema = view.get("input_schema", {})
+    required = set(schema.get("required", []))
+    if schema.get("properties"):
+        lines += ["## Inputs", ""]
+        for name, prop in schema["properties"].items():
+            detail = "required" if name in required else (
+                f"default {json.dumps(prop['default'], ensure_ascii=False)}" if "default" in prop
+                else "optional")
+            text = f" — {prop['description']}" if prop.get("description") else ""
+            lines.append(f"- `{name}` ({prop.get('type', 'any')}, {detail}){text}")
+        lines.append("")
+    keys = context_keys(group)
+    if keys:
+        lines += ["## Context", "",
+                  "Values the steps read from the execution context (`context` of run_group): "
+                  + ", ".join(f"`{k}`" for k in keys) + ".", ""]
+    lines += ["## Steps", ""]
+    for number, step in enumerate(group.steps, 1):
+        target = (f"skill [`{step.skill}`]({_skill_uri(step.skill)})" if step.skill
+                  else f"group [`{step.group}`]({_group_uri(step.group or '')})")
+        extra = []
+        if step.needs:
+            extra.append("after " + ", ".join(f"`{n}`" for n in step.needs))
+        if step.if_:
+            extra.append(f"only if `{step.if_}`")
+        lines.append(f"{number}. `{step.id}`: {target}" + (f" ({'; '.join(extra)})" if extra
+                                                            else ""))
+    lines.append("")
+    if group.outputs:
+        lines += ["## Outputs", "", ", ".join(f"`{name}`" for name in group.outputs), ""]
+    if group.examples:
+        lines += ["## Examples", ""] + [f"- {example}" for example in group.examples] + [""]
+    return "\n".join(lines)
+
+
+# -- the built-in tools ---------------------------------------------------------------------------
+
+_REQUEST_CONTEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "What you already know: {values: {pdf_path: ..., team_email: ...}, "
+                   "recent_skills: [names], conversation: [recent messages]}. Other keys count "
+                   "as values.",
+    "properties": {
+        "values": {"type": "object"},
+        "recent_skills": {"type": "array", "items": {"type": "string"}},
+        "conversation": {"type": "array", "items": {"type": "string"}},
+    },
+}
+_RUN_CONTEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The execution context the group's expressions read as ${{ context.<key> }} "
+                   "(e.g. team_email); its SKILL.md resource lists the keys it uses.",
+}
+_READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_RUNS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+
+
+@dataclass(frozen=True)
+class _ToolSpec:
+    name: str
+    title: str
+    description: str
+    schema: Mapping[str, Any]
+    annotations: types.ToolAnnotations
+
+    def tool(self) -> types.Tool:
+        return types.Tool(name=self.name, title=self.title, description=self.description,
+                          input_schema=dict(self.schema), annotations=self.annotations)
+
+
+def _object(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties),
+                              "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
+    _ToolSpec(
+        "search_toolbox", "Find the toolbox for a task",
+        "Find what solves a request: a group (a ready pipeline of skills, with its steps and "
+        "input schema) or, when no group fits, single skills with scores, reasons and the "
+        "skills usually used with them. Start here.",
+        _object({"request": {"type": "string", "description": "The task, in the user's words."},
+                 "context": _REQUEST_CONTEXT_SCHEMA,
+                 "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10,
+                       "description": "How many single skills to rank."}},
+                ["request"]),
+        _READ_ONLY),
+    _ToolSpec(
+        "get_skill", "Read a skill",
+        "A skill's instructions (the SKILL.md body), its input schema, whether it can run here, "
+        "and the files of its folder with size and sha256; with `file`, that file's text.",
+        _object({"name": {"type": "string", "description": "Skill name (or id)."},
+                 "file": {"type": "string",
+                          "description": "A file of the skill folder, e.g. SKILL.md or main.py."}},
+                ["name"]),
+        _READ_ONLY),
+    _ToolSpec(
+        "run_group", "Run a group",
+        "Run a group (a pipeline of skills) with its inputs; progress notifications follow each "
+        "step. Returns the outputs, the status, the run id and the run record.",
+        _object({"group": {"type": "string", "description": "Group id, e.g. report-analysis."},
+                 "inputs": {"type": "object",
+                            "description": "The group's inputs (its input_schema)."},
+                 "context": _RUN_CONTEXT_SCHEMA},
+                ["group"]),
+        _RUNS),
+    _ToolSpec(
+        "run_skill", "Run one skill",
+        "Run one executable skill on its own with its inputs (its input_schema).",
+        _object({"name": {"type": "string", "description": "Skill name."},
+                 "inputs": {"type": "object"}},
+                ["name"]),
+        _RUNS),
+    _ToolSpec(
+        "get_run", "Read a run record",
+        "A run record by id (or a unique prefix): status, inputs, outputs and every step.",
+        _object({"id": {"type": "string", "description": "The run id."}}, ["id"]),
+        _READ_ONLY),
+    _ToolSpec(
+        "inject", "Context block for the agent",
+        "The context block to put in the agent's prompt for a request, a run, or both: the "
+        "results and the instructions still needed, within a token budget.",
+        _object({"request": {"type": "string"},
+                 "run_id": {"type": "string", "description": "Include this run's results."},
+                 "budget": {"type": "integer", "minimum": 1, "description": "Tokens at most."},
+                 "format": {"type": "string", "enum": ["markdown", "xml"],
+                            "default": "markdown"},
+                 "context": _REQUEST_CONTEXT_SCHEMA}),
+        _READ_ONLY),
+    _ToolSpec(
+        "list_groups", "List the groups",
+        "Every group file of the library: valid, last-good (serving its last good version "
+        "while the file on disk has errors, which are listed) or errors.",
+        _object({}),
+        _READ_ONLY),
+)
+
+
+# -- progress -------------------------------------------------------------------------------------
+
+
+_STEP_DONE = frozenset({EventKind.STEP_FINISHED, EventKind.STEP_SKIPPED, EventKind.STEP_FAILED})
+
+
+@dataclass
+class ProgressCounter:
+    """Turns runner events into increasing progress values out of ``total`` (the steps).
+
+    A finished, skipped or failed top-level step counts 1; the events in between (a start, a
+    retry, the steps of a sub-group) move halfway closer to the next whole number; the end of
+    the run is ``total``.
+    """
+
+    total: int
+    done: int = 0
+    since: int = 0
+    last: float = 0.0
+
+    def update(self, event: Event) -> float:
+        top_level = event.step is not None and "/" not in event.step
+        if event.kind in _STEP_DONE and top_level:
+            self.done += 1
+            self.since = 0
+            value = float(self.done)
+        elif event.kind is EventKind.RUN_FINISHED and event.step is None:
+            value = float(self.total)
+        else:
+            self.since += 1
+            value = self.done + 1 - 0.5 ** self.since
+        self.last = max(self.last, min(value, float(self.total)))
+        return self.last
+
+
+def progress_message(event: Event) -> str:
+    """``step extract_text finished in 0.12 s`` and the like."""
+    kind, step = event.kind, event.step
+    detail = f": {event.message}" if event.message else ""
+    if kind is EventKind.RUN_STARTED:
+        return (f"run {event.run_id} of {event.group} started" if step is None
+                else f"sub-group {event.group} of step {step.rstrip('/')} started")
+    if kind is EventKind.RUN_FINISHED:
+        where = f"run {event.run_id}" if step is None else f"sub-group {event.group}"
+        return f"{where} finished: {event.status} in {event.seconds or 0:.2f} s{detail}"
+    if kind is EventKind.STEP_STARTED:
+        again = f" (attempt {event.attempt})" if event.attempt and event.attempt > 1 else ""
+        return f"step {step} started{again}"
+    if kind is EventKind.STEP_RETRYING:
+        delay = event.data.get("delay")
+        wait = f", retrying in {delay} s" if delay is not None else ", retrying"
+        return f"step {step} failed on attempt {event.attempt}{wait}{detail}"
+    if kind is EventKind.STEP_SKIPPED:
+        return f"step {step} skipped{detail}"
+    if kind is EventKind.STEP_FINISHED:
+        return f"step {step} finished in {event.seconds or 0:.2f} s{detail}"
+    if event.status == "cancelled":
+        reason = (event.message or "").removeprefix("cancelled: ")
+        return f"step {step} cancelled" + (f": {reason}" if reason else "")
+    return f"step {step} failed{detail}"
+
+
+def _progress_token(ctx: ServerRequestContext[Any]) -> str | int | None:
+    meta = (ctx.params or {}).get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+# -- text renderings ------------------------------------------------------------------------------
+
+
+def _json_text(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    if len(text) > TEXT_LIMIT:
+        text = text[:TEXT_LIMIT] + "\n… (cut; the structured content has all of it)"
+    return text
+
+
+def _inputs_text(schema: Mapping[str, Any]) -> list[str]:
+    required = set(schema.get("required", []))
+    lines = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if name in required:
+            detail = "required"
+        elif "default" in prop:
+            detail = f"default {json.dumps(prop['default'], ensure_ascii=False)}"
+        else:
+            detail = "optional"
+        text = f": {prop['description']}" if prop.get("description") else ""
+        lines.append(f"  - {name} ({prop.get('type', 'any')}, {detail}){text}")
+    return lines
+
+
+def render_toolbox(view: Mapping[str, Any], group_tools: Mapping[str, str]) -> str:
+    lines: list[str] = []
+    group = view.get("group")
+    if group:
+        lines.append(f"Group `{group['id']}` ({group.get('name')}), score {group.get('score')}.")
+        if group.get("description"):
+            lines.append(str(group["description"]))
+        steps = group.get("steps") or []
+        if steps:
+            lines.append("Steps: " + " -> ".join(f"{s['id']} ({s['target']})" for s in steps))
+        schema = group.get("input_schema") or {}
+        if schema.get("properties"):
+            lines.append("Inputs:")
+            lines += _inputs_text(schema)
+        if group.get("missing_inputs"):
+            lines.append("Still needed: " + ", ".join(group["missing_inputs"]))
+        elif group.get("ready"):
+            lines.append("Ready: the context holds every required input.")
+        if group.get("unavailable_reasons"):
+            lines.append("Cannot run here: " + "; ".join(group["unavailable_reasons"]))
+        tool = next((name for name, gid in group_tools.items() if gid == group["id"]), None)
+        run = f'Run it with run_group(group="{group["id"]}", inputs={{...}}, context={{...}})'
+        lines.append(run + (f" or the tool {tool}." if tool else "."))
+    elif view.get("shape") == "composed":
+        lines.append("No group fits this request: a toolbox was composed from the skills it "
+                     "needs and their prerequisites, in this order.")
+        lines.append("Edges: " + ", ".join(f"{a} -> {b}" for a, b in view.get("edges") or []))
+    elif view.get("shape") in ("skill", "skills"):
+        lines.append("No group fits this request: use the selected single skill"
+                     + ("." if view.get("shape") == "skill" else "s."))
+    else:
+        lines.append("Nothing in the library fits this request well.")
+    if view.get("fallback_reason"):
+        lines.append(f"Why no group: {view['fallback_reason']}")
+    skills = view.get("skills") or []
+    if group:  # the group's own members; the ranking is in the structured content
+        skills = [skill for skill in skills if skill.get("selected")]
+    if skills:
+        lines.append("Its skills:" if group else "Skills:")
+        for skill in skills[:8]:
+            how = "runnable" if skill.get("runnable") else "instructions only"
+            if not skill.get("available", True):
+                how = "unavailable: " + "; ".join(skill.get("unavailable_reasons") or [])
+            mark = " [selected]" if skill.get("selected") else ""
+            score = f", score {skill['score']}" if skill.get("score") is not None else ""
+            lines.append(f"  - {skill['name']}{mark} ({how}{score}): {skill.get('description')}")
+    suggestions = view.get("suggestions") or []
+    if suggestions:
+        lines.append("Usually used with: " + ", ".join(
+            f"{s['name']} ({str(s.get('reason')).split(';')[0]})" for s in suggestions))
+    lines.append("Read a skill's instructions with get_skill(name) or the resource "
+                 "skill://<name>/SKILL.md.")
+    return "\n".join(lines)
+
+
+def render_skill(details: Mapping[str, Any]) -> str:
+    how = "runnable with run_skill" if details.get("runnable") else "instructions only"
+    if not details.get("available", True):
+        how = "unavailable here: " + "; ".join(details.get("unavailable_reasons") or [])
+    lines = [f"# {details['name']} ({how})", "", str(details.get("description", "")), "",
+             str(details.get("body", "")).strip(), "", "Files:"]
+    lines += [f"  - {f['path']} ({f['size']} bytes, sha256:{f['sha256']}) {f.get('uri', '')}"
+              for f in details.get("files", [])]
+    props = (details.get("input_schema") or {}).get("properties")
+    if props:
+        lines += ["Inputs:", *_inputs_text(details["input_schema"])]
+    return "\n".join(lines)
+
+
+def render_run(record: Mapping[str, Any]) -> str:
+    lines = [f"Run {record['id']} of {record['group']}: {record['status']} in "
+             f"{record.get('seconds', 0):.2f} s."]
+    if record.get("error"):
+        lines.append(f"Error: {record['error']}")
+    steps = record.get("steps") or []
+    if steps:
+        lines.append("Steps: " + ", ".join(f"{s['id']} {s['status']}" for s in steps))
+    lines += ["Outputs:", _json_text(record.get("outputs") or {}),
+              f'The full record: get_run(id="{record["id"]}").']
+    return "\n".join(lines)
+
+
+def render_groups(groups: Sequence[Mapping[str, Any]]) -> str:
+    lines = []
+    for group in groups:
+        steps = group.get("steps")
+        what = f": {group.get('name')}" + (f", {len(steps)} steps" if steps else "")
+        lines.append(f"- {group.get('id') or group.get('location')} ({group['status']}){what}")
+        lines += [f"    {error}" for error in group.get("errors") or []]
+    return "\n".join(lines) or "The library has no groups."
+
+
+def _result(data: Mapping[str, Any], text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=_jsonable(dict(data)), is_error=error)
+
+
+def _error_result(error: Mapping[str, Any]) -> types.CallToolResult:
+    return _result({"error": dict(error)}, f"Error ({error.get('code')}): {error.get('message')}",
+                   error=True)
+
+
+# -- change notifications -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Change:
+    tools: bool
+    resources: bool
+    updated: frozenset[str]
+    """URIs whose content changed or that are gone."""
+
+
+@dataclass
+class _Peer:
+    """A handshake-era client connection, with the resources it subscribed to."""
+
+    connection: Connection
+    uris: set[str] = field(default_factory=set)
+
+
+class _Announcer:
+    """Sends change notifications to every connected client, from any thread."""
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self._peers: dict[int, _Peer] = {}
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._send, self._receive = anyio.create_memory_object_stream[_Change](math.inf)
+
+    def peer(self, ctx: ServerRequestContext[Any]) -> _Peer | None:
+        """The handshake-era connection of ``ctx``, remembered until it closes."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None  # notified through subscriptions/listen instead
+        # ServerSession is made per request; the per-client Connection behind it (its
+        # standalone channel and its exit stack) is what outlives the request.
+        connection = getattr(ctx.session, "_connection", None)
+        if not isinstance(connection, Connection) or not connection.has_standalone_channel:
+            return None
+        key = id(connection)
+        found = self._peers.get(key)
+        if found is None:
+            found = self._peers[key] = _Peer(connection)
+            connection.exit_stack.callback(self._peers.pop, key, None)
+        return found
+
+    async def track(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: every inbound message registers its connection."""
+        self.peer(ctx)
+        return await call_next(ctx)
+
+    def submit(self, change: _Change) -> None:
+        """Queue ``change`` for delivery (from a worker thread or the watcher)."""
+        token = self._token
+        if token is None:
+            return  # not serving yet: nobody to tell
+        try:
+            anyio.from_thread.run_sync(self._send.send_nowait, change, token=token)
+        except Exception as exc:  # the loop is gone (shutting down)
+            logger.debug("change not announced: %s", exc)
+
+    async def run(self) -> None:
+        self._token = anyio.lowlevel.current_token()
+        try:
+            async with self._receive:
+                async for change in self._receive:
+                    await self._broadcast(change)
+        finally:
+            self._token = None
+            self.listen.close()
+
+    async def _broadcast(self, change: _Change) -> None:
+        if change.tools:
+            await self.bus.publish(ToolsListChanged())
+        if change.resources:
+            await self.bus.publish(ResourcesListChanged())
+        for uri in sorted(change.updated):
+            await self.bus.publish(ResourceUpdated(uri=uri))
+        for peer in list(self._peers.values()):
+            connection = peer.connection
+            if not connection.initialized.is_set():
+                continue
+            if change.tools:
+                await connection.send_tool_list_changed()
+            if change.resources:
+                await connection.send_resource_list_changed()
+            for uri in sorted(change.updated & peer.uris):
+                await connection.send_resource_updated(uri)
+
+
+class _Server(Server[Any]):
+    """The low-level server, announcing ``listChanged`` to handshake-era clients on every
+    transport (the streamable HTTP manager asks for the options without arguments)."""
+
+    def create_initialization_options(
+            self, notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True,
+                                                              resources_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities,
+                                                     extensions)
+
+
+class _SkillParams(types.RequestParams):
+    uri: str
+
+
+# -- the server -----------------------------------------------------------------------------------
+
+
+class SkillgroveMCP:
+    """The MCP server of one engine: ``server`` is the SDK's low-level server, ready for any
+    transport; :meth:`run_stdio` and :meth:`run_http` serve it."""
+
+    def __init__(self, engine: Skillgrove) -> None:
+        self.engine = engine
+        self.announcer = _Announcer()
+        self._lock = threading.RLock()
+        self._current: _Catalog | None = None
+        self._announced: _Catalog | None = None
+        self._builtins: dict[str, ToolHandler] = {
+            "search_toolbox": self._search_toolbox, "get_skill": self._get_skill,
+            "run_group": self._run_group, "run_skill": self._run_skill,
+            "get_run": self._get_run, "inject": self._inject, "list_groups": self._list_groups}
+        self._validators = {spec.name: _validator(spec.schema) for spec in BUILTIN_TOOLS}
+        self.server = _Server(
+            SERVER_NAME, version=_version(), title="skillgrove",
+            description="Group-structured skill graph: toolboxes of agent skills, run as DAGs.",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources, on_read_resource=self._read_resource,
+            on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe,
+            on_subscriptions_listen=self.announcer.listen)
+        self.server.middleware.append(self.announcer.track)
+        self.server.extensions[SKILLS_EXTENSION] = {}
+        self.server.add_request_handler("skills/list", types.PaginatedRequestParams,
+                                        self._skills_list)
+        self.server.add_request_handler("skills/get", _SkillParams, self._skills_get)
+        engine.on_change(self._on_change)
+
+    # -- transports ------------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write), anyio.create_task_group() as tasks:
+            tasks.start_soon(self.announcer.run)
+            await self.server.run(read, write, self.server.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+    async def run_http(self, host: str = "127.0.0.1", port: int = 8765) -> None:
+        import uvicorn
+
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            sys.stderr.write(f"skillgrove: warning: serving MCP on {host} without "
+                             "authentication: whoever reaches it can run skills\n")
+        app = self.server.streamable_http_app(host=host)
+        # Open SSE streams would hold a graceful shutdown forever: give them two seconds.
+        http = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                             lifespan="on", timeout_graceful_shutdown=2))
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self.announcer.run)
+            tasks.start_soon(self._announce_ready, http, host, port)
+            await http.serve()
+            tasks.cancel_scope.cancel()
+
+    @staticmethod
+    async def _announce_ready(http: Any, host: str, port: int) -> None:
+        while not http.started:
+            await anyio.sleep(0.05)
+        shown = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"skillgrove: MCP server on http://{shown}:{port}/mcp "
+                         "(streamable HTTP)\n")
+        sys.stderr.flush()
+
+    # -- the catalog -----------------------------------------------------------------------------
+
+    def catalog(self) -> _Catalog:
+        """The tools and resources of the library as the engine holds it now (blocking)."""
+        with self._lock:
+            library = self.engine.library
+            if self._current is None or self._current.library is not library:
+                self._current = self._build(library)
+                if self._announced is None:
+                    self._announced = self._current
+            return self._current
+
+    async def _catalog(self) -> _Catalog:
+        return await anyio.to_thread.run_sync(self.catalog)
+
+    def _build(self, library: Any) -> _Catalog:
+        resources: dict[str, _Resource] = {}
+        entries: list[_SkillEntry] = []
+        for name in sorted(library.skills):
+            try:
+                entry = self._skill_entry(name)
+            except (SkillgroveError, OSError) as exc:
+                logger.warning("skill '%s' not served: %s", name, exc)
+                continue
+            entries.append(entry)
+            for item in entry.files:
+                resources[item.uri] = item
+            manifest = json.dumps({"skill": name, "files": [
+                {"path": f.path, "size": f.size, "hash": f"sha256:{f.sha256}"}
+                for f in entry.files]}, indent=2).encode()
+            uri = _skill_uri(name, MANIFEST_FILE)
+            resources[uri] = _Resource(uri, f"{name}/{MANIFEST_FILE}",
+                                       f"The files of skill {name} with size and sha256.",
+                                       "application/json", len(manifest), _sha256(manifest),
+                                       content=manifest)
+        tools = [spec.tool() for spec in BUILTIN_TOOLS]
+        group_tools: dict[str, str] = {}
+        context_inputs: set[str] = set()
+        for view in self.engine.groups():
+            if view.get("status") not in ("valid", "last-good") or not view.get("id"):
+                continue
+            group = self.engine.group(view["id"])
+            tool = None
+            if "tool" in (view.get("expose") or ()):
+                tool = group_tool_name(group.id)
+                if tool in group_tools:
+                    logger.warning("group '%s' not exposed: tool %s is group '%s'", group.id,
+                                   tool, group_tools[tool])
+                    tool = None
+                else:
+                    group_tools[tool] = group.id
+                    tools.append(_group_tool(tool, view, group))
+                    if group.input(CONTEXT_ARGUMENT) is not None:
+                        context_inputs.add(tool)
+            text = _group_skill_md(view, group, tool).encode("utf-8")
+            uri = _group_uri(group.id)
+            item = _Resource(uri, group.id, group.description, "text/markdown", len(text),
+                             _sha256(text), content=text)
+            resources[uri] = item
+            entries.append(_SkillEntry(uri, frontmatter_of(text.decode("utf-8")), (item,)))
+        return _Catalog(library, tuple(tools), group_tools, frozenset(context_inputs), resources,
+                        tuple(entries))
+
+    def _skill_entry(self, name: str) -> _SkillEntry:
+        details = self.engine.skill(name)
+        files: list[_Resource] = []
+        frontmatter: dict[str, Any] = {}
+        for item in details.files:
+            uri = _skill_uri(name, item.path)
+            if item.path == "SKILL.md":
+                text = self.engine.skill_file(name, "SKILL.md").decode("utf-8", "replace")
+                frontmatter = frontmatter_of(text)
+                description = str(frontmatter.get("description") or details.view["description"])
+                files.insert(0, _Resource(uri, str(frontmatter.get("name") or name),
+                                          description, "text/markdown", item.size, item.sha256,
+                                          skill=name, path=item.path))
+            else:
+                files.append(_Resource(uri, f"{name}/{item.path}", f"File of skill {name}.",
+                                       _mime_type(item.path), item.size, item.sha256,
+                                       skill=name, path=item.path))
+        frontmatter.setdefault("name", name)
+        frontmatter.setdefault("description", details.view["description"])
+        return _SkillEntry(_skill_uri(name), frontmatter, tuple(files))
+
+    def _on_change(self, library: Any) -> None:
+        """After every re-index (in the thread that re-indexed): announce what changed."""
+        try:
+            with self._lock:  # re-indexes may end in two threads at once: one diff at a time
+                old, new = self._announced, self.catalog()
+                self._announced = new
+            if old is None or old is new:
+                return
+            gone = set(old.resources) - set(new.resources)
+            changed = {uri for uri, item in new.resources.items()
+                       if uri in old.resources and old.resources[uri].sha256 != item.sha256}
+            change = _Change(tools=old.tool_fingerprint() != new.tool_fingerprint(),
+                             resources=old.resource_fingerprint() != new.resource_fingerprint(),
+                             updated=frozenset(gone | changed))
+        except Exception:  # never break the engine's re-index
+            logger.exception("could not compute the library's changes")
+            return
+        if change.tools or change.resources or change.updated:
+            self.announcer.submit(change)
+
+    # -- request handlers ------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any],
+                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list((await self._catalog()).tools))
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any],
+                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        try:
+            builtin = self._builtins.get(params.name)
+            if builtin is not None:
+                _validate(self._validators[params.name], arguments)
+                return await builtin(ctx, arguments)
+            catalog = await self._catalog()
+            group_id = catalog.group_tools.get(params.name)
+            if group_id is None:
+                raise NotFoundError.named("tool", params.name, [t.name for t in catalog.tools])
+            inputs = dict(arguments)
+            # A group that declares an input named "context" takes no separate context.
+            context = None if params.name in catalog.context_inputs \
+                else inputs.pop(CONTEXT_ARGUMENT, None)
+            return await self._run(ctx, group_id, inputs, context)
+        except EngineError as exc:
+            return _error_result(exc.to_dict())
+        except SkillgroveError as exc:
+            return _error_result({"code": "error", "message": str(exc), "details": {}})
+        except Exception as exc:
+            logger.exception("tool %s failed", params.name)
+            return _error_result({"code": "internal_error",
+                                  "message": f"{type(exc).__name__}: {exc}", "details": {}})
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any],
+                              params: types.PaginatedRequestParams | None,
+                              ) -> types.ListResourcesResult:
+        catalog = await self._catalog()
+        return types.ListResourcesResult(resources=[r.listing()
+                                                    for r in catalog.resources.values()])
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any],
+                             params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        catalog = await self._catalog()
+        found = catalog.resources.get(params.uri)
+        if found is None:
+            error = NotFoundError.named("resource", params.uri, list(catalog.resources))
+            raise MCPError(code=types.INVALID_PARAMS, message=error.message,
+                           data={"uri": params.uri})
+        data = found.content
+        if data is None:
+            assert found.skill is not None and found.path is not None
+            try:
+                data = await anyio.to_thread.run_sync(self.engine.skill_file, found.skill,
+                                                      found.path)
+            except (EngineError, OSError) as exc:
+                raise MCPError(code=types.INVALID_PARAMS, message=str(exc),
+                               data={"uri": params.uri}) from None
+        meta = {DIGEST_META_KEY: f"sha256:{_sha256(data)}"}
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            blob = base64.b64encode(data).decode("ascii")
+            mime = "application/octet-stream" if found.mime_type.startswith("text/") \
+                else found.mime_type
+            return types.ReadResourceResult(contents=[types.BlobResourceContents(
+                uri=params.uri, blob=blob, mime_type=mime, _meta=meta)])
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=params.uri, text=text, mime_type=found.mime_type, _meta=meta)])
+
+    async def _subscribe(self, ctx: ServerRequestContext[Any],
+                         params: types.SubscribeRequestParams) -> types.EmptyResult:
+        peer = self.announcer.peer(ctx)
+        if peer is not None:
+            peer.uris.add(params.uri)
+        return types.EmptyResult()
+
+    async def _unsubscribe(self, ctx: ServerRequestContext[Any],
+                           params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        peer = self.announcer.peer(ctx)
+        if peer is not None:
+            peer.uris.discard(params.uri)
+        return types.EmptyResult()
+
+    async def _skills_list(self, ctx: ServerRequestContext[Any],
+                           params: types.PaginatedRequestParams) -> dict[str, Any]:
+        catalog = await self._catalog()
+        return {"skills": [entry.to_dict() for entry in catalog.skills], "ttlMs": 0,
+                "cacheScope": "private", "resultType": "complete"}
+
+    async def _skills_get(self, ctx: ServerRequestContext[Any],
+                          params: _SkillParams) -> dict[str, Any]:
+        catalog = await self._catalog()
+        entry = next((e for e in catalog.skills if e.uri == params.uri), None)
+        if entry is None:
+            error = NotFoundError.named("skill", params.uri, [e.uri for e in catalog.skills])
+            raise MCPError(code=types.INVALID_PARAMS, message=error.message,
+                           data={"uri": params.uri})
+        return {"skill": entry.to_dict(), "ttlMs": 0, "cacheScope": "private",
+                "resultType": "complete"}
+
+    # -- the tools -------------------------------------------------------------------------------
+
+    async def _search_toolbox(self, ctx: ServerRequestContext[Any],
+                              args: dict[str, Any]) -> types.CallToolResult:
+        view = await anyio.to_thread.run_sync(self.engine.toolbox, args["request"],
+                                              args.get("context"), args.get("k", 10))
+        catalog = await self._catalog()
+        return _result(view, render_toolbox(view, catalog.group_tools))
+
+    async def _get_skill(self, ctx: ServerRequestContext[Any],
+                         args: dict[str, Any]) -> types.CallToolResult:
+        details = (await anyio.to_thread.run_sync(self.engine.skill, args["name"])).to_dict()
+        name = details["name"]
+        file = args.get("file")
+        if file is None:
+            details["uri"] = _skill_uri(name)
+            for item in details["files"]:
+                item["uri"] = _skill_uri(name, item["path"])
+            return _result(details, render_skill(details))
+        data = await anyio.to_thread.run_sync(self.engine.skill_file, name, file)
+        out: dict[str, Any] = {"skill": name, "file": file, "uri": _skill_uri(name, file),
+                               "size": len(data), "sha256": _sha256(data)}
+        try:
+            out["text"] = data.decode("utf-8")
+            text = out["text"]
+        except UnicodeDecodeError:
+            out["base64"] = base64.b64encode(data).decode("ascii")
+            text = f"{file} is binary ({len(data)} bytes); its bytes are in base64."
+        return _result(out, text)
+
+    async def _run_group(self, ctx: ServerRequestContext[Any],
+                         args: dict[str, Any]) -> types.CallToolResult:
+        return await self._run(ctx, args["group"], args.get("inputs"), args.get("context"))
+
+    async def _run(self, ctx: ServerRequestContext[Any], group_id: str,
+                   inputs: Mapping[str, Any] | None,
+                   context: Mapping[str, Any] | None) -> types.CallToolResult:
+        group = await anyio.to_thread.run_sync(self.engine.group, group_id)
+        record = await self._with_progress(
+            ctx, len(group.steps),
+            lambda on_event: self.engine.run(group.id, inputs, context, on_event=on_event))
+        return _run_result(record)
+
+    async def _run_skill(self, ctx: ServerRequestContext[Any],
+                         args: dict[str, Any]) -> types.CallToolResult:
+        record = await self._with_progress(
+            ctx, 1, lambda on_event: self.engine.run_skill(args["name"], args.get("inputs"),
+                                                           on_event=on_event))
+        return _run_result(record)
+
+    async def _get_run(self, ctx: ServerRequestContext[Any],
+                       args: dict[str, Any]) -> types.CallToolResult:
+        record = await anyio.to_thread.run_sync(self.engine.get_run, args["id"])
+        data = record.to_dict()
+        return _result(data, render_run(data))
+
+    async def _inject(self, ctx: ServerRequestContext[Any],
+                      args: dict[str, Any]) -> types.CallToolResult:
+        injection = await anyio.to_thread.run_sync(
+            lambda: self.engine.inject(args.get("request"), run_id=args.get("run_id"),
+                                       context=args.get("context"), budget=args.get("budget"),
+                                       fmt=args.get("format", "markdown")))
+        data = {"text": injection.text, "tokens": injection.tokens, "budget": injection.budget,
+                "level": injection.level, "left_out": list(injection.left_out)}
+        return _result(data, injection.text)
+
+    async def _list_groups(self, ctx: ServerRequestContext[Any],
+                           args: dict[str, Any]) -> types.CallToolResult:
+        groups = await anyio.to_thread.run_sync(self.engine.groups)
+        return _result({"groups": groups}, render_groups(groups))
+
+    async def _with_progress(self, ctx: ServerRequestContext[Any], total: int,
+                             work: Callable[[EventCallback | None], _T]) -> _T:
+        """Run ``work(on_event)`` in a worker thread; its events become progress
+        notifications of this request, in order, all sent before the result."""
+        token = _progress_token(ctx)
+        if token is None:
+            return await anyio.to_thread.run_sync(work, None)
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        loop = anyio.lowlevel.current_token()
+
+        def on_event(event: Event) -> None:  # in the runner's threads
+            with contextlib.suppress(Exception):
+                anyio.from_thread.run_sync(send.send_nowait, event, token=loop)
+
+        async def report() -> None:
+            counter = ProgressCounter(max(total, 1))
+            async with receive:
+                async for event in receive:
+                    notification = types.ProgressNotification(
+                        params=types.ProgressNotificationParams(
+                            progress_token=token, progress=counter.update(event),
+                            total=counter.total, message=progress_message(event),
+                            _meta={EVENT_META_KEY: _jsonable(event.to_dict())}))
+                    try:
+                        await ctx.session.send_notification(notification,
+                                                            related_request_id=ctx.request_id)
+                    except Exception as exc:  # the client left; keep draining
+                        logger.debug("progress not sent: %s", exc)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(report)
+            try:
+                result = await anyio.to_thread.run_sync(work, on_event)
+            finally:
+                send.close()
+        return result
+
+
+def _run_result(record: RunRecord) -> types.CallToolResult:
+    data = record.to_dict()
+    out = {"run_id": record.id, "group": record.group, "status": record.status,
+           "outputs": data["outputs"], "error": record.error, "run": data}
+    return _result(out, render_run(data), error=record.status != "success")
+
+
+def _group_tool(name: str, view: Mapping[str, Any], group: Group) -> types.Tool:
+    schema = json.loads(json.dumps(view["input_schema"]))
+    properties = schema.setdefault("properties", {})
+    keys = context_keys(group)
+    if CONTEXT_ARGUMENT not in properties:
+        described = dict(_RUN_CONTEXT_SCHEMA)
+        if keys:
+            described["description"] = ("The execution context; this group reads "
+                                         + ", ".join(keys) + ".")
+        properties[CONTEXT_ARGUMENT] = described
+    steps = " -> ".join(f"{s.id} ({s.target})" for s in group.steps)
+    return types.Tool(name=name, title=group.name,
+                      description=f"{group.description}\n\nRuns the skillgrove group "
+                                  f"'{group.id}': {steps}. Progress arrives as notifications.",
+                      input_schema=schema, annotations=_RUNS,
+                      _meta={"skillgrove/group": group.id})
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(dict(schema))
+
+
+def _validate(validator: Any, arguments: Mapping[str, Any]) -> None:
+    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.path) or "arguments"
+        raise InvalidRequestError(where, first.message)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skillgrove")
+    except PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "unknown"

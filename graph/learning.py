@@ -233,28 +233,79 @@ def co_use_weights(rows: Iterable[HistoryRow]) -> dict[tuple[str, str], float]:
     return {pair: float(n) for pair, n in weights.items()}
 
 
+Contract = tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]
+"""A skill's declared (inputs, outputs) JSON Schemas."""
+
+_GROUP_INPUT_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+
+
 def draft_to_yaml(draft: DraftGroup, names: Mapping[str, str] | None = None,
-                  all_examples: bool = False) -> str:
-    """The draft as an ordinary group file (steps call skills by name)."""
+                  all_examples: bool = False,
+                  contracts: Mapping[str, Contract] | None = None) -> str:
+    """The draft as an ordinary group file (steps call skills by name) that validates.
+
+    With the members' contracts (``contracts``, by member id), every required input of a step
+    is bound: to the output of the same name of a step it needs, else to a group input of
+    that name (declared with the skill's type), so the draft passes ``skillgrove check``."""
     names = names or {}
+    contracts = contracts or {}
     step_ids = {m: _step_id(names.get(m, m), i) for i, m in enumerate(draft.members)}
     steps = []
+    group_inputs: dict[str, dict[str, Any]] = {}
     for member in draft.members:
-        needs = [step_ids[a] for a, b in draft.edges if b == member]
+        upstream = [a for a, b in draft.edges if b == member]
+        needs = [step_ids[a] for a in upstream]
         step: dict[str, Any] = {"id": step_ids[member], "skill": names.get(member, member)}
         if needs:
             step["needs"] = needs
+        inputs, _ = contracts.get(member, (None, None))
+        bindings: dict[str, str] = {}
+        for key, spec in _required_properties(inputs):
+            source = next((a for a in upstream
+                           if key in _properties_of(contracts.get(a, (None, None))[1])), None)
+            if source is not None:
+                bindings[key] = f"${{{{ steps.{step_ids[source]}.outputs.{key} }}}}"
+                continue
+            declared: dict[str, Any] = {"required": True}
+            kind = _input_type(spec)
+            if kind:
+                declared["type"] = kind
+            if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
+                declared["description"] = spec["description"]
+            group_inputs.setdefault(key, declared)
+            bindings[key] = f"${{{{ inputs.{key} }}}}"
+        if bindings:
+            step["with"] = bindings
         steps.append(step)
-    data = {
+    data: dict[str, Any] = {
         "id": draft.id,
         "name": "Draft: " + _join([names.get(m, m) for m in draft.members]),
         "description": draft.description,
         "examples": list(draft.all_requests if all_examples else draft.examples),
-        "steps": steps,
     }
+    if group_inputs:
+        data["inputs"] = group_inputs
+    data["steps"] = steps
     header = (f"# Draft group mined from {draft.support} runs; review it, then keep it as an "
               "ordinary group.\n")
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _properties_of(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    props = (schema or {}).get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+def _required_properties(schema: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    props = _properties_of(schema)
+    required = (schema or {}).get("required") or []
+    return [(str(k), props.get(k)) for k in required if isinstance(k, str)]
+
+
+def _input_type(spec: Any) -> str | None:
+    kind = spec.get("type") if isinstance(spec, Mapping) else None
+    options = kind if isinstance(kind, list) else [kind]
+    return next((k for k in options if k in _GROUP_INPUT_TYPES), None)
 
 
 def _step_id(name: str, index: int) -> str:

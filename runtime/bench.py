@@ -128,11 +128,15 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     if mode != "groups":
         return root, None, 0
     descriptions = {str(s["id"]): s["description"] for s in dataset.skills}
+    contracts = {str(s["id"]): (s.get("inputs") if isinstance(s.get("inputs"), dict) else None,
+                                s.get("outputs") if isinstance(s.get("outputs"), dict) else None)
+                 for s in dataset.skills}
     drafts = mine_groups(history, names=names, descriptions=descriptions)
     (root / "groups").mkdir(exist_ok=True)
     for draft in drafts:
         (root / "groups" / f"{draft.id}.yaml").write_text(
-            draft_to_yaml(draft, names, all_examples=True), encoding="utf-8")
+            draft_to_yaml(draft, names, all_examples=True, contracts=contracts),
+            encoding="utf-8")
     return root, co_use_weights(history), len(drafts)
 
 

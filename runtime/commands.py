@@ -412,8 +412,13 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
         drafts = engine.suggest_groups(args.history, min_support=args.min_support)
+        skills = engine.library.catalog.skills
     finally:
         engine.close()
+    # Drafts name skills by id (history files) or by name (the run log); either way their
+    # steps call skills by name and bind the inputs the skills declare.
+    names = {s.id: s.name for s in skills}
+    contracts = {key: (s.inputs, s.outputs) for s in skills for key in (s.id, s.name)}
     args.out.mkdir(parents=True, exist_ok=True)
     written = 0
     for draft in drafts[: args.limit]:
@@ -421,7 +426,7 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
         if target.exists() and not args.force:
             out.write(f"skipped {target} (exists; --force replaces it)\n")
             continue
-        target.write_text(draft_to_yaml(draft), encoding="utf-8")
+        target.write_text(draft_to_yaml(draft, names, contracts=contracts), encoding="utf-8")
         out.write(f"wrote {target}: {len(draft.members)} skills, seen {draft.support} times\n")
         written += 1
     out.write(f"{written} draft groups in {args.out}; review them, then keep the ones you want "

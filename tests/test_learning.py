@@ -246,3 +246,39 @@ def test_duplicate_skill_names_with_co_use_history_search_without_error(
     toolbox = Retriever(store, encoder).search("format a date")
     assert toolbox.skills and toolbox.skills[0].name == "format-date"
     assert [s.name for s in toolbox.suggestions] == ["parse-date"]
+
+
+def test_a_draft_binds_the_inputs_its_skills_declare(tmp_path: Path) -> None:
+    """A required input is bound to the same-named output of a step it needs, else to a
+    group input of that name; the draft passes validation."""
+    from skillgrove.graph.learning import draft_to_yaml, mine_groups
+    from skillgrove.groups.library import load_library
+    from tests.helpers import write_skill
+
+    contracts = {
+        "fetch": ({"type": "object", "properties": {"url": {"type": "string"}},
+                   "required": ["url"]},
+                  {"type": "object", "properties": {"html": {"type": "string"}}}),
+        "clean": ({"type": "object", "properties": {"html": {"type": "string"},
+                                                    "keep_links": {"type": "boolean"}},
+                   "required": ["html", "keep_links"]}, None),
+    }
+    rows = [HistoryRow(str(n), "fetch and clean a page", ("fetch", "clean"),
+                       (("fetch", "clean"),)) for n in range(3)]
+    (draft,) = mine_groups(rows)
+    text = draft_to_yaml(draft, contracts=contracts)
+    assert "html: ${{ steps.fetch.outputs.html }}" in text
+    assert "url: ${{ inputs.url }}" in text and "keep_links: ${{ inputs.keep_links }}" in text
+    for name, (inputs, outputs) in contracts.items():
+        lines = [f"name: {name}", f"description: {name} a page",
+                 f"inputs: {json.dumps(inputs)}"]
+        if outputs:
+            lines.append(f"outputs: {json.dumps(outputs)}")
+        write_skill(tmp_path / "skills", name, "---\n" + "\n".join(lines) + "\n---\n")
+    (tmp_path / "groups").mkdir()
+    (tmp_path / "groups" / f"{draft.id}.yaml").write_text(text)
+    library = load_library([tmp_path])
+    assert not library.errors, [d.format() for d in library.errors]
+    group = library.groups[draft.id]
+    assert {spec.name: spec.type for spec in group.inputs} == {"url": "string",
+                                                                "keep_links": "boolean"}

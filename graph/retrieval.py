@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from skillgrove.graph.documents import example_id
@@ -84,6 +84,13 @@ class RetrievalConfig:
     embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
     ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
     accurate as the full one on the requests it takes."""
+    single_skill_margin: float = 0.0
+    """The best single skill is the answer instead of the chosen group when it scores at least
+    the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
+    history."""
+    clear_router: float = 0.6
+    """A request whose group the router holds at least this likely, alone, is clear: the
+    conversation does not change its answer."""
     closure_max: int = 12
     """At most this many declared prerequisites join a single-skill answer (its dependency
     closure); 0 turns the closure off."""
@@ -211,6 +218,14 @@ class Retriever:
         """The toolbox for ``request``."""
         started = time.perf_counter()
         context = context or RequestContext()
+        if context.conversation:
+            # The conversation breaks ties; it never overrides a request that clearly names
+            # its task (a group the router is sure of, or skills that fit on their own).
+            alone = self.search(request, replace(context, conversation=()), k)
+            router = float(alone.group.explanation.get("router", 1.0)) if alone.group else 0.0
+            if (alone.group is not None and router >= self.config.clear_router) or (
+                    alone.group is None and alone.selected):
+                return replace(alone, latency_ms=(time.perf_counter() - started) * 1000)
         state = self._refresh()
         query = request
         if context.conversation:
@@ -229,6 +244,10 @@ class Retriever:
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
             skills = self._atomic_tier(query, vector, context, k, weight)
+            if group is not None:
+                reason = self._one_skill_fits_better(group, skills)
+                if reason is not None:
+                    group = None
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         selected = group.members if group is not None else tuple(self.select(skills))
@@ -250,6 +269,24 @@ class Retriever:
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000, edges)
+
+    def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
+                               ) -> str | None:
+        """Why the answer is one skill rather than ``group``, or None when the group stands.
+
+        A group wins only when the request needs what the group does: when the best single
+        skill explains the request at least as well as the whole group does
+        (``single_skill_margin``), the group's other steps are work nobody asked for."""
+        margin = self.config.single_skill_margin
+        if not skills or margin >= 1.0:
+            return None
+        top = skills[0]
+        if top.score < self.config.select_min or top.score < group.score + margin:
+            return None
+        inside = "one of its steps" if top.id in group.members else "not one of its steps"
+        extra = len(group.members) - (1 if top.id in group.members else 0)
+        return (f"one skill fits: '{top.name}' ({inside}) scores {top.score:.2f}, the group "
+                f"'{group.name}' {group.score:.2f}; its other {extra} steps are not asked for")
 
     def _with_prerequisites(self, selected: Sequence[str], skills: list[ScoredSkill],
                             ) -> tuple[tuple[str, ...], list[ScoredSkill],

@@ -230,6 +230,10 @@ def split_history(history: Sequence[HistoryRow], share: float = 0.1, cap: int = 
             [r for i, r in enumerate(rows) if i in held])
 
 
+SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
+"""Candidates for ``single_skill_margin``, the first (never) preferred on ties."""
+
+
 def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
               ) -> tuple[RetrievalConfig, dict[str, Any]]:
     """The group threshold and router confidence that maximise set F1 on ``held_out`` rows.
@@ -240,12 +244,14 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     """
     probe = Retriever(retriever.store, retriever.encoder,
                       replace(retriever.config, group_threshold=-1.0, router_min_confidence=0.0,
-                              cjk_group_threshold=-1.0))
+                              cjk_group_threshold=-1.0, single_skill_margin=1.0))
     points: list[tuple[float, float, float, float]] = []
+    tops: list[float] = []
     for row in held_out:
         toolbox = probe.search(row.request)
         gold = set(row.skills)
         without = f1(set(probe.select(list(toolbox.skills))), gold)
+        tops.append(toolbox.skills[0].score if toolbox.skills else 0.0)
         if toolbox.group is None:
             points.append((-1.0, -1.0, without, without))
             continue
@@ -254,24 +260,34 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
                        without))
     if not points:
         return retriever.config, {"sample": 0}
-    best: tuple[float, float, float] | None = None
-    for confidence in sorted({0.0} | {round(p[1], 3) for p in points if p[1] >= 0}):
-        kept = [(p[0] if p[1] >= confidence else -1.0, p[2], p[3]) for p in points]
-        threshold, value = _best_threshold(kept)
-        if best is None or value > best[0] + 1e-9:
-            best = (value, threshold, confidence)
+    # (value, threshold, confidence, margin); the margin of 1 (one skill never overrides a
+    # group) comes first, so that it wins ties and the fast route stays possible.
+    best: tuple[float, float, float, float] | None = None
+    floor = retriever.config.select_min
+    for margin in SINGLE_SKILL_MARGINS:
+        shaped = [p if p[0] < 0 or margin >= 1.0 or top < max(floor, p[0] + margin)
+                  else (-1.0, p[1], p[2], p[3]) for p, top in zip(points, tops, strict=True)]
+        for confidence in sorted({0.0} | {round(p[1], 3) for p in shaped if p[1] >= 0}):
+            kept = [(p[0] if p[1] >= confidence else -1.0, p[2], p[3]) for p in shaped]
+            threshold, value = _best_threshold(kept)
+            if best is None or value > best[0] + 1e-9:
+                best = (value, threshold, confidence, margin)
     assert best is not None
-    value, threshold, confidence = best
+    value, threshold, confidence, margin = best
+    points = [p if p[0] < 0 or margin >= 1.0 or top < max(floor, p[0] + margin)
+              else (-1.0, p[1], p[2], p[3]) for p, top in zip(points, tops, strict=True)]
     # A request mostly in CJK script is held to the same share of the bar as by default.
     ratio = retriever.config.cjk_group_threshold / retriever.config.group_threshold
     tuned = replace(retriever.config, group_threshold=threshold,
                     cjk_group_threshold=round(threshold * ratio, 3),
-                    router_min_confidence=confidence)
+                    router_min_confidence=confidence, single_skill_margin=margin)
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
-    fast, share = _fast_route_confidence(probe, held_out, full) if threshold <= 0 else (2.0, 0.0)
+    fast, share = (_fast_route_confidence(probe, held_out, full)
+                   if threshold <= 0 and margin >= 1.0 else (2.0, 0.0))
     tuned = replace(tuned, fast_route_confidence=fast)
     return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
+                   "single_skill_margin": margin,
                    "fast_route_confidence": fast, "fast_route_share": round(100 * share, 1)}
 
 

@@ -70,6 +70,22 @@ PARAPHRASES = {
     ],
 }
 
+# Requests that need one skill, worded as users write them; the answer is that skill alone.
+ONE_SKILL = {
+    "convert this markdown file to html": "markdown-to-html",
+    "render a bar chart of monthly sales from sales.csv": "render-chart",
+    "zip these three files into one archive": "zip-files",
+    "compute the sha256 checksum of this download": "file-checksum",
+    "list every link in this html page": "extract-links",
+    "make a markdown table from this list of rows": "markdown-table",
+    "give me the mean and median of each column in this csv": "csv-statistics",
+    "create a calendar invite for Tuesday 3pm with Anna": "create-calendar-invite",
+    "mask the email addresses and phone numbers in this text": "redact-pii",
+    "fill this template with these values": "render-template",
+    "summarize this paragraph in two sentences": "summarize-text",
+    "what is the SLA deadline for a P2 ticket opened now": "sla-deadline",
+}
+
 OUTSIDE = [
     "book me a flight to Lisbon next Friday",
     "what's the weather going to be like in Oslo tomorrow",
@@ -111,3 +127,32 @@ def test_requests_outside_the_library_fall_back(retriever: tuple[Library, Retrie
     assert toolbox.group is None, (toolbox.group, toolbox.group_candidates)
     assert toolbox.fallback_reason and "below the threshold" in toolbox.fallback_reason
     assert toolbox.skills
+
+
+@pytest.mark.parametrize(("request_text", "skill"), list(ONE_SKILL.items()))
+def test_one_skill_requests_get_that_skill_alone(retriever: tuple[Library, Retriever],
+                                                 request_text: str, skill: str) -> None:
+    _, search = retriever
+    toolbox = search.search(request_text)
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.group is None, (toolbox.group, toolbox.skills[:2])
+    assert [names[s] for s in toolbox.selected] == [skill]
+    assert toolbox.shape == "skill"
+
+
+def test_a_conversation_does_not_override_a_clear_request(
+        retriever: tuple[Library, Retriever]) -> None:
+    from skillgrove.graph.retrieval import RequestContext
+
+    _, search = retriever
+    request = "make the weekly KPI report and email it"
+    about_an_invoice = RequestContext(conversation=(
+        "Acme sent their March invoice as a PDF this morning",
+        "check the invoice totals and book it in the ledger when you can"))
+    alone = search.search(request)
+    assert alone.group is not None and alone.group.id == "group:weekly-kpi-report"
+    toolbox = search.search(request, about_an_invoice)
+    assert toolbox.group is not None and toolbox.group.id == "group:weekly-kpi-report"
+    # A vague request is where the conversation decides.
+    vague = search.search("ok do that one now", about_an_invoice)
+    assert vague.group is not None and vague.group.id == "group:invoice-to-ledger"

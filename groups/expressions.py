@@ -531,7 +531,7 @@ def _compare(op: str, a: Any, b: Any, offset: int) -> bool:
         pass
     else:
         raise ExpressionEvalError(
-            f"cannot compare {_type_of(a)} with {_type_of(b)} using '{op}' (at {offset})")
+            f"cannot compare {type_of(a)} with {type_of(b)} using '{op}' (at {offset})")
     return bool(_ORDERING[op](a, b))
 
 
@@ -540,7 +540,8 @@ _ORDERING: Mapping[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _type_of(value: Any) -> str:
+def type_of(value: Any) -> str:
+    """The JSON type name of a value: null, boolean, integer, number, string, array, object."""
     if value is None:
         return "null"
     if isinstance(value, bool):

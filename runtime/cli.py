@@ -99,9 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="a skill by name: its inputs, files and instructions")
     show.add_argument("name", help="skill name (or id)")
     show.add_argument("file", nargs="?", help="print this file of the skill's folder instead")
-    show.add_argument("--library", action="append", type=Path, metavar="PATH",
-                      help="library folders (default: the indexed ones, else $SKILLGROVE_PATH, "
-                           "else the bundled library)")
+    _add_library_option(show)
     show.add_argument("--json", action="store_true", help="machine-readable output")
     _add_store_args(show)
     show.set_defaults(handler=commands.cmd_show)
@@ -112,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="an input of the skill (repeatable; values are strings)")
     run_skill.add_argument("--json-input", metavar="JSON",
                            help="all inputs as one JSON object (typed values)")
-    run_skill.add_argument("--library", action="append", type=Path, metavar="PATH",
-                           help="library folders (default: the indexed ones, else "
-                                "$SKILLGROVE_PATH, else the bundled library)")
+    _add_library_option(run_skill)
     run_skill.add_argument("--json", action="store_true", help="print the whole run record")
     _add_store_args(run_skill)
     run_skill.set_defaults(handler=commands.cmd_run_skill)
@@ -190,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="do not watch the library folders for changes")
     http.set_defaults(handler=commands.cmd_serve_http)
     return parser
+
+
+def _add_library_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--library", action="append", type=Path, metavar="PATH",
+                        help="library folders (default: the indexed ones, else "
+                             "$SKILLGROVE_PATH, else the bundled library)")
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:

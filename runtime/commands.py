@@ -371,6 +371,11 @@ def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
                             on_event=ProgressDisplay(sys.stderr))
     finally:
         engine.close()
+    return _print_answer(answer, out)
+
+
+def _print_answer(answer: Any, out: TextIO) -> int:
+    """The context block on stdout, notes and its size on stderr; 1 when a run failed."""
     for note in answer.notes:
         sys.stderr.write(note + "\n")
     out.write(answer.injection.text)
@@ -454,10 +459,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
                             on_event=ProgressDisplay(sys.stderr))
     finally:
         engine.close()
-    out.write(answer.injection.text)
-    sys.stderr.write(f"[{answer.injection.tokens} tokens, cl100k_base; level "
-                     f"{answer.injection.level}]\n")
-    return 0 if answer.run is None or answer.run.status == "success" else 1
+    return _print_answer(answer, out)
 
 
 # -- servers ----------------------------------------------------------------------------------

@@ -842,14 +842,9 @@ def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "string"
+    """The group input type a given value is declared with (``null`` is taken as a string)."""
+    from skillgrove.groups.expressions import type_of
+    from skillgrove.groups.model import INPUT_TYPES
+
+    kind = type_of(value)
+    return kind if kind in INPUT_TYPES else "string"

@@ -33,6 +33,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,6 +144,10 @@ def write_library(dataset: Dataset, root: Path, mode: str,
 # -- metrics ----------------------------------------------------------------------------------
 
 
+SHAPES = ("group", "composed", "skill", "skills", "none")
+"""The shapes of an answer (``Toolbox.shape``); each run reports the share of each."""
+
+
 def ranked_list(toolbox: Toolbox) -> list[str]:
     out: list[str] = []
     if toolbox.group is not None:
@@ -189,6 +194,8 @@ def score_query(toolbox: Toolbox, query: Query, ids_by_name: Mapping[str, str],
                       if query.gold_edges else None)
     row["exact"] = 1.0 if selected == gold else 0.0
     row["group_rate"] = 1.0 if toolbox.group is not None else 0.0
+    for shape in SHAPES:
+        row[f"shape_{shape}"] = 1.0 if toolbox.shape == shape else 0.0
     row["group_precision"] = (1.0 if selected == gold else 0.0) if toolbox.group else None
     covered = gold <= selected | {s.id for s in toolbox.suggestions}
     row["toolbox_coverage"] = 1.0 if covered else 0.0
@@ -200,7 +207,7 @@ def aggregate(rows: Sequence[Mapping[str, float | None]], latencies: Sequence[fl
               ) -> dict[str, float]:
     keys = [f"recall@{k}" for k in KS] + [f"completeness@{k}" for k in KS] + [
         "ndcg@5", "set_f1", "edge_f1", "exact", "group_rate", "group_precision",
-        "toolbox_coverage", "composite_coverage"]
+        "toolbox_coverage", "composite_coverage", *(f"shape_{shape}" for shape in SHAPES)]
     out: dict[str, float] = {}
     for key in keys:
         values = [r[key] for r in rows if r.get(key) is not None]
@@ -228,6 +235,61 @@ def split_history(history: Sequence[HistoryRow], share: float = 0.1, cap: int = 
     held = set(order[: min(cap, int(len(rows) * share))])
     return ([r for i, r in enumerate(rows) if i not in held],
             [r for i, r in enumerate(rows) if i in held])
+
+
+SKILL_VECTOR_WEIGHTS = (0.5, 0.25, 0.0, 0.75)
+"""Candidates for how much the embedding counts against BM25 for single skills (the default
+first: it wins ties)."""
+SELECT_RATIOS = (0.85, 0.7, 0.8, 0.9, 0.95)
+SELECT_MINIMA = (0.25, 0.1, 0.2, 0.3, 0.4)
+
+
+def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
+                     ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The single-skill weights and selection cut that fit this library, chosen on held-out
+    history rows: the vector weight with the best recall@10 of the skill ranking, then the
+    cut (``select_ratio``, ``select_min``) with the best set F1 of the selection. A lexically
+    easy library so gets the BM25 side it needs, instead of a weight tuned elsewhere."""
+    config = retriever.config
+    if not held_out:
+        return config, {}
+    plain = replace(config, group_threshold=2.0, cjk_group_threshold=2.0,
+                    fast_route_confidence=2.0, closure_max=0)
+    best: tuple[float, float, list[tuple[list[float], list[str], set[str]]]] | None = None
+    for weight in SKILL_VECTOR_WEIGHTS:
+        probe = Retriever(retriever.store, retriever.encoder,
+                          replace(plain, skill_vector_weight=weight))
+        rankings = []
+        recall = 0.0
+        for row in held_out:
+            gold = set(row.skills)
+            toolbox = probe.search(row.request)
+            ids = [s.id for s in toolbox.skills]
+            recall += len(gold & set(ids[:10])) / max(len(gold), 1)
+            rankings.append(([s.score for s in toolbox.skills], ids, gold))
+        if best is None or recall > best[0] + 1e-9:
+            best = (recall, weight, rankings)
+    assert best is not None
+    recall, weight, rankings = best
+    cut: tuple[float, float, float] | None = None
+    for ratio in SELECT_RATIOS:
+        for minimum in SELECT_MINIMA:
+            total = 0.0
+            for scores, ids, gold in rankings:
+                if not scores:
+                    total += f1(set(), gold)
+                    continue
+                bar = max(scores[0] * ratio, minimum)
+                chosen = {sid for sid, score in zip(ids[: config.select_max], scores,
+                                                    strict=False) if score >= bar}
+                total += f1(chosen, gold)
+            if cut is None or total > cut[0] + 1e-9:
+                cut = (total, ratio, minimum)
+    assert cut is not None
+    tuned = replace(config, skill_vector_weight=weight, select_ratio=cut[1], select_min=cut[2])
+    return tuned, {"skill_vector_weight": weight, "skill_recall@10": round(
+        100 * recall / len(held_out), 1), "select_ratio": cut[1], "select_min": cut[2],
+        "select_set_f1": round(100 * cut[0] / len(held_out), 1)}
 
 
 SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
@@ -357,12 +419,33 @@ class BenchResult:
                 "details": dict(self.details)}
 
 
+def hide_skill_sets(dataset: Dataset, share: float, seed: int = 0,
+                    ) -> tuple[Dataset, set[frozenset[str]]]:
+    """The dataset without ``share`` of its recurring skill sets (seen in two or more history
+    rows, chosen with a fixed seed) in history, and with only the queries that need one."""
+    counts = Counter(frozenset(row.skills) for row in dataset.history if row.skills)
+    recurring = sorted((s for s, n in counts.items() if n >= 2), key=lambda s: sorted(s))
+    chosen = set(random.Random(seed).sample(recurring, round(len(recurring) * share)))
+    history = tuple(row for row in dataset.history if frozenset(row.skills) not in chosen)
+    queries = tuple(q for q in dataset.queries if frozenset(q.gold) in chosen)
+    return replace(dataset, history=history, queries=queries), chosen
+
+
 def run_bench(folder: Path, mode: str, encoder: Encoder,
               make_store: Callable[[Path], GraphStore], store_name: str = "embedded",
               config: RetrievalConfig | None = None, limit: int | None = None,
-              progress: Callable[[str], None] | None = None) -> BenchResult:
+              progress: Callable[[str], None] | None = None,
+              hide_sets: float = 0.0) -> BenchResult:
+    """Run the benchmark in ``folder``. ``hide_sets``: remove that share of the recurring
+    skill sets (seeded) from history entirely and score only the queries whose gold set was
+    hidden: what composition does for a task no learned group covers."""
     dataset = read_dataset(folder)
     say = progress or (lambda _: None)
+    hidden: set[frozenset[str]] = set()
+    if hide_sets > 0:
+        dataset, hidden = hide_skill_sets(dataset, hide_sets)
+        say(f"hid {len(hidden)} recurring skill sets from history; "
+            f"{len(dataset.queries)} queries need one of them")
     timings: dict[str, float] = {}
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
     base = config or RetrievalConfig()
@@ -375,7 +458,10 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             say(f"calibrating on {len(held_out)} held-out history rows")
             store = _build(dataset, Path(scratch) / "calibration", mode, fit_rows, encoder,
                            make_store)[0]
+            base, skill_calibration = calibrate_skills(Retriever(store, encoder, base),
+                                                       held_out)
             base, calibration = calibrate(Retriever(store, encoder, base), held_out)
+            calibration.update(skill_calibration)
             store.close()
             details["calibration"] = calibration
             timings["calibration_s"] = round(time.perf_counter() - started, 1)
@@ -473,5 +559,8 @@ def format_table(result: BenchResult) -> str:
                      f"group threshold {calibration.get('threshold')}, router confidence "
                      f"{calibration.get('router_min_confidence')}, fast route at "
                      f"{calibration.get('fast_route_confidence')} for "
-                     f"{calibration.get('fast_route_share')}% of them)")
+                     f"{calibration.get('fast_route_share')}% of them, one skill over a group "
+                     f"at a margin of {calibration.get('single_skill_margin')}, skill vector "
+                     f"weight {calibration.get('skill_vector_weight')}, selection cut "
+                     f"{calibration.get('select_ratio')} / {calibration.get('select_min')})")
     return "\n".join(lines) + "\n"

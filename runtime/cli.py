@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--mode", choices=["groups", "flat"], default="groups")
     bench.add_argument("--json", action="store_true", help="one JSON object on stdout")
     bench.add_argument("--limit", type=int, default=None, help="only the first N queries")
+    bench.add_argument("--hide-sets", type=float, default=0.0, metavar="SHARE",
+                       help="hide this share of the recurring skill sets from history (seeded) "
+                            "and score only the queries that need one: the composition figure")
     _add_store_args(bench)
     bench.set_defaults(handler=commands.cmd_bench)
 

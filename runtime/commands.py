@@ -402,8 +402,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         if not args.json:
             sys.stderr.write(message + "\n")
 
+    if not 0.0 <= args.hide_sets < 1.0:
+        raise SkillgroveError("--hide-sets must be a share from 0 up to (not including) 1")
     result = run_bench(args.dir, args.mode, engine.encoder, make_store, args.store,
-                       limit=args.limit, progress=say)
+                       limit=args.limit, progress=say, hide_sets=args.hide_sets)
     if args.json:
         out.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
     else:

@@ -282,3 +282,18 @@ def test_a_draft_binds_the_inputs_its_skills_declare(tmp_path: Path) -> None:
     group = library.groups[draft.id]
     assert {spec.name: spec.type for spec in group.inputs} == {"url": "string",
                                                                 "keep_links": "boolean"}
+
+
+def test_hide_sets_removes_a_seeded_share_of_recurring_sets() -> None:
+    from skillgrove.runtime.bench import Dataset, Query, hide_skill_sets
+
+    history = tuple(HistoryRow(f"{s}{n}", f"task {s}", tuple(s)) for s in ("ab", "cd", "ef",
+                                                                          "gh", "ij")
+                    for n in range(2)) + (HistoryRow("once", "rare", ("x", "y")),)
+    queries = tuple(Query(s, f"do {s}", tuple(s), ()) for s in ("ab", "cd", "ef", "gh", "ij"))
+    dataset = Dataset("d", (), history, queries)
+    hidden_data, hidden = hide_skill_sets(dataset, 0.4)
+    assert len(hidden) == 2 and frozenset("xy") not in hidden
+    assert not any(frozenset(row.skills) in hidden for row in hidden_data.history)
+    assert {frozenset(q.gold) for q in hidden_data.queries} == hidden
+    assert hide_skill_sets(dataset, 0.4)[1] == hidden  # seeded

@@ -29,6 +29,7 @@ FLOWS_TO and CONTAINS (skills that share a group), and SIMILAR_TO edges.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -250,7 +251,15 @@ class Retriever:
                     group = None
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
+        if group is None and fast is None:
+            several = self._several_tasks(request, context, k, weight)
+            if several is not None:
+                skills, parts = several
+                reason = (reason + "; " if reason else "") + (
+                    f"the request asks for {parts} things; each part got its own skill")
         selected = group.members if group is not None else tuple(self.select(skills))
+        if group is None and skills and "task" in skills[0].explanation:
+            selected = tuple(s.id for s in skills if s.explanation.get("task_top"))
         edges: tuple[tuple[str, str], ...] = ()
         if group is None and selected:
             selected, skills, edges = self._with_prerequisites(selected, skills)
@@ -269,6 +278,36 @@ class Retriever:
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000, edges)
+
+    def _several_tasks(self, request: str, context: RequestContext, k: int,
+                       weight: float | None) -> tuple[list[ScoredSkill], int] | None:
+        """A request that asks for several things in turn ("get the quote. After that, create
+        the admin. Finally, ...") answered part by part: each part's best skill is selected
+        (when it clears ``select_min``), and the ranking takes the parts' rankings in turn.
+        None for a request of one part."""
+        parts = split_tasks(request)
+        if len(parts) < 2:
+            return None
+        vectors = self.encoder.encode(parts)
+        rankings = [self._atomic_tier(part, vector, context, k, weight)
+                    for part, vector in zip(parts, vectors, strict=True)]
+        tops: list[str] = []
+        for ranking in rankings:
+            if ranking and ranking[0].score >= self.config.select_min \
+                    and ranking[0].id not in tops:
+                tops.append(ranking[0].id)
+        if len(tops) < 2:
+            return None
+        woven: dict[str, ScoredSkill] = {}
+        for depth in range(k):
+            for index, ranking in enumerate(rankings, 1):
+                if depth < len(ranking) and ranking[depth].id not in woven:
+                    item = ranking[depth]
+                    notes = {**item.explanation, "task": index}
+                    if item.id in tops:
+                        notes["task_top"] = True
+                    woven[item.id] = replace(item, explanation=notes)
+        return list(woven.values()), len(parts)
 
     def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:
@@ -723,6 +762,25 @@ class Retriever:
         return [Suggestion(sid, names[sid], round(w, 3),
                            "; ".join(list(dict.fromkeys(_reason(r) for r in reasons[sid]))[:3]))
                 for sid, w in ranked[: self.config.suggestions]]
+
+
+_TASK_BREAK = re.compile(
+    r"(?:[.!?;]+(?:\s+|$)|[。！？；]+\s*|\s*\b(?:after that|afterwards|and then|then|next|finally|lastly|"
+    r"additionally|also|as well as|in addition)\b[,:]?\s*|然后|接着|之后|最后|另外|并且)",
+    re.IGNORECASE)
+_MIN_TASK_WORDS = 3
+
+
+def split_tasks(request: str) -> list[str]:
+    """The parts of a request that asks for several things in turn: sentences, and clauses
+    joined by "after that", "then", "finally" and the like (3 words or more each).
+
+    >>> split_tasks("Get the quote for a restaurant. After that, create an admin named Jo.")
+    ['Get the quote for a restaurant', 'create an admin named Jo']
+    """
+    pieces = [p.strip(" ,") for p in _TASK_BREAK.split(request)]
+    return [p for p in pieces if len(p.split()) >= _MIN_TASK_WORDS
+            or (cjk_share(p) > 0.3 and len(p) >= 4)]
 
 
 def _reason(parts: tuple[str, str, str]) -> str:

@@ -156,3 +156,15 @@ def test_a_conversation_does_not_override_a_clear_request(
     # A vague request is where the conversation decides.
     vague = search.search("ok do that one now", about_an_invoice)
     assert vague.group is not None and vague.group.id == "group:invoice-to-ledger"
+
+
+def test_a_request_for_several_things_gets_a_skill_for_each(
+        retriever: tuple[Library, Retriever]) -> None:
+    _, search = retriever
+    toolbox = search.search("Zip these three files into one archive. After that, compute the "
+                            "sha256 checksum of every file. Finally, mask the email addresses "
+                            "in the notes.")
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.group is None
+    assert [names[s] for s in toolbox.selected] == ["zip-files", "file-checksum", "redact-pii"]
+    assert toolbox.fallback_reason and "asks for 3 things" in toolbox.fallback_reason

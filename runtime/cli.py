@@ -96,6 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(show)
     runs.set_defaults(handler=commands.cmd_runs, runs_command=None)
 
+    compose = sub.add_parser("compose", help="write the toolbox for a request as a group file "
+                             "(a composed toolbox, ready to review and save)")
+    compose.add_argument("request", help="what the user wants done")
+    compose.add_argument("--out", type=Path, metavar="FILE",
+                         help="write the group file here (default: print it)")
+    compose.add_argument("--context", type=Path, metavar="FILE",
+                         help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
+    _add_library_option(compose)
+    _add_store_args(compose)
+    compose.set_defaults(handler=commands.cmd_compose)
+
     show = sub.add_parser("show", help="a skill by name: its inputs, files and instructions")
     show.add_argument("name", help="skill name (or id)")
     show.add_argument("file", nargs="?", help="print this file of the skill's folder instead")

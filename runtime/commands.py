@@ -180,6 +180,29 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_compose(args: argparse.Namespace, out: TextIO) -> int:
+    engine = engine_from_args(args)
+    try:
+        toolbox = engine.search(args.request, load_context(args.context))
+        if toolbox.group is not None:
+            raise SkillgroveError(f"'{args.request}' is served by the group "
+                                  f"'{toolbox.group.id.removeprefix(GROUP_PREFIX)}': "
+                                  "run it as it is")
+        composed = engine.compose(toolbox)
+    finally:
+        engine.close()
+    for diagnostic in composed.diagnostics:
+        sys.stderr.write(diagnostic.format() + "\n")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(composed.text, encoding="utf-8")
+        sys.stderr.write(f"wrote {args.out}" + ("" if composed.group else " (it does not "
+                                                "validate yet: see above)") + "\n")
+    else:
+        out.write(composed.text)
+    return 0 if composed.group is not None else 1
+
+
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     """A skill by name: its facts and instructions, or one file of its folder."""
     engine = engine_from_args(args)

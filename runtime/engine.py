@@ -109,6 +109,16 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Composed:
+    """A toolbox written as a group file (see :meth:`Skillgrove.compose`)."""
+
+    text: str
+    group: Group | None
+    """The group, when it validates."""
+    diagnostics: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
 class Health:
     ready: bool
     skills: int
@@ -605,6 +615,54 @@ class Skillgrove:
                                (), r.status == "success")
                     for r in self.run_log.list(100_000)]
         return mine_groups(rows, min_support=min_support)
+
+    def compose(self, toolbox: Toolbox, *, group_id: str | None = None) -> Composed:
+        """A composed (or single-skill) toolbox as a group file: its selected skills in order,
+        its edges as ``needs``, each required input bound to an upstream output of the same
+        name or to a group input. Validated like any group; ``group`` is None when it does not
+        validate (``diagnostics`` say why). Save ``text`` into a ``groups/`` folder to keep it.
+        """
+        from skillgrove.graph.learning import DraftGroup, draft_to_yaml
+        from skillgrove.groups.loader import load_group_text
+        from skillgrove.groups.validate import validate_group
+
+        if toolbox.group is not None:
+            raise InvalidRequestError("toolbox", f"it is the group '{toolbox.group.name}' "
+                                      "already; run it by its id")
+        if not toolbox.selected:
+            raise InvalidRequestError("toolbox", "it selects no skill; nothing to compose")
+        library = self.library
+        by_id = library.catalog.by_id()
+        names = {sid: by_id[sid].name if sid in by_id else sid for sid in toolbox.selected}
+        slug = "-".join(names[s] for s in toolbox.selected[-2:])[:50]
+        draft = DraftGroup(group_id or f"composed-{slug}", tuple(toolbox.selected),
+                           tuple(toolbox.edges), (toolbox.request,), 0,
+                           f"Composed for: {toolbox.request}")
+        contracts = {sid: (by_id[sid].inputs, by_id[sid].outputs) for sid in toolbox.selected
+                     if sid in by_id}
+        text = draft_to_yaml(draft, names, contracts=contracts).replace(
+            "# Draft group mined from 0 runs", "# Composed at retrieval time, not yet a reviewed "
+            "group", 1)
+        path = self.index_dir / "composed" / f"{draft.id}.yaml"
+        load = load_group_text(text, path)
+        problems = [*load.diagnostics]
+        group = load.group
+        if group is not None:
+            problems += validate_group(group, library.skills, library.groups)
+        errors = tuple(d for d in problems if d.is_error)
+        return Composed(text, group if not errors else None, errors)
+
+    def run_composed(self, composed: Composed, inputs: Mapping[str, Any] | None = None,
+                     context: Mapping[str, Any] | None = None,
+                     on_event: EventCallback | None = None) -> RunRecord:
+        """Run a composed toolbox that validated (see :meth:`compose`)."""
+        if composed.group is None:
+            first = composed.diagnostics[0].format() if composed.diagnostics else "invalid"
+            raise InvalidRequestError("toolbox", f"the composed group does not validate: {first}")
+        gid = composed.group.id
+        groups = {**self.library.groups, gid: composed.group}
+        return self._runner(on_event, groups).run(  # type: ignore[no-any-return]
+            gid, _mapping("inputs", inputs), _mapping("context", context))
 
     # -- running -------------------------------------------------------------------------------
 

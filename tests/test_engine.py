@@ -208,3 +208,42 @@ def test_watch_serves_an_edited_skill_within_two_seconds(engine: Skillgrove,
     finally:
         watcher.stop()
         watcher.join(5)
+
+
+SHOUT = """
+    ---
+    name: shout-text
+    description: Turn a text into upper case letters.
+    entrypoint: {python: "main.py:run"}
+    inputs:
+      properties:
+        text: {type: string}
+      required: [text]
+    outputs:
+      properties:
+        text: {type: string}
+    ---
+    Upper-cases the text.
+    """
+
+
+def test_a_composed_toolbox_can_be_planned_run_and_saved(library: Path, tmp_path: Path,
+                                                         encoder: CachedEncoder) -> None:
+    shout = write_skill(library / "skills", "shout-text", SHOUT)
+    (shout.parent / "main.py").write_text("def run(text):\n    return {'text': text.upper()}\n")
+    counter = library / "skills" / "word-count" / "SKILL.md"
+    counter.write_text(counter.read_text().replace("entrypoint:", "depends_on: [shout-text]\n"
+                                                                  "entrypoint:"))
+    engine = Skillgrove([library], index=tmp_path / "index2", encoder=encoder)
+    toolbox = engine.search("count the words in this paragraph")
+    assert toolbox.shape == "composed"
+    composed = engine.compose(toolbox)
+    assert composed.group is not None, [d.format() for d in composed.diagnostics]
+    assert "text: ${{ steps.shout_text.outputs.text }}" in composed.text
+    assert "text: ${{ inputs.text }}" in composed.text
+    record = engine.run_composed(composed, {"text": "one two three"})
+    assert record.status == "success", record.error
+    assert record.step("word_count").outputs == {"words": 3}  # type: ignore[union-attr]
+    saved = library / "groups" / f"{composed.group.id}.yaml"
+    saved.write_text(composed.text)
+    assert composed.group.id in engine.check().groups

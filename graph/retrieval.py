@@ -85,6 +85,11 @@ class RetrievalConfig:
     embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
     ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
     accurate as the full one on the requests it takes."""
+    near_miss_margin: float = 1.0
+    """A runner-up group that differs from the chosen one by one or two skills replaces it
+    when the request's evidence for those skills gains more than this (1 or more: never;
+    ``skillgrove bench`` calibrates it on history)."""
+    near_miss_min_belief: float = 0.02
     single_skill_margin: float = 0.0
     """The best single skill is the answer instead of the chosen group when it scores at least
     the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
@@ -191,6 +196,7 @@ class Retriever:
         self.encoder = encoder
         self.config = config
         self._state = _IndexState()
+        self._lexical_hits: dict[str, dict[str, float]] = {}
 
     def _refresh(self) -> _IndexState:
         """The router and the memo of the index as it is now: one metadata read per search
@@ -245,6 +251,8 @@ class Retriever:
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
             skills = self._atomic_tier(query, vector, context, k, weight)
+            if group is not None and candidates:
+                group = self._near_miss(group, candidates, query, vector, context, weight)
             if group is not None:
                 reason = self._one_skill_fits_better(group, skills)
                 if reason is not None:
@@ -308,6 +316,64 @@ class Retriever:
                         notes["task_top"] = True
                     woven[item.id] = replace(item, explanation=notes)
         return list(woven.values()), len(parts)
+
+    def _near_miss(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
+                   query: str, vector: Any, context: RequestContext,
+                   weight: float | None) -> GroupChoice:
+        """The chosen group, or a likely alternative that differs from it by one or two skills
+        when the request's evidence for those skills says so.
+
+        Learned toolboxes often differ by one skill (the same prerequisites, another target).
+        For each runner-up the router gives at least ``near_miss_min_belief``, the gain is the
+        evidence (single-skill score) of the skills it adds minus that of the skills it drops,
+        each measured against the chosen group's mean member evidence; the best gain above
+        ``near_miss_margin`` wins."""
+        cfg = self.config
+        if cfg.near_miss_margin >= 1.0:
+            return group
+        skill_weight = cfg.skill_vector_weight if weight is None else weight
+        memo: dict[str, float] = {}
+
+        def evidence(sid: str) -> float:
+            if sid not in memo:
+                memo[sid] = self._hybrid_one(sid, vector, skill_weight, self._lexical_of(
+                    sid, query))[0]
+            return memo[sid]
+
+        chosen = set(group.members)
+        if not chosen:
+            return group
+        level = sum(evidence(m) for m in chosen) / len(chosen)
+        best: tuple[float, NodeRecord, float] | None = None
+        for gid, belief in candidates[1:6]:
+            if gid == group.id or belief < cfg.near_miss_min_belief:
+                continue
+            record = self.store.node(gid)
+            if record is None or _demotion(record) or self._unavailable_members(record):
+                continue
+            members = set(record.data.get("members", ()))
+            added, dropped = members - chosen, chosen - members
+            if (not added and not dropped) or len(added) + len(dropped) > 2:
+                continue
+            gain = (sum(evidence(m) - level for m in added)
+                    - sum(evidence(m) - level for m in dropped))
+            if gain > cfg.near_miss_margin and (best is None or gain > best[0]):
+                best = (gain, record, belief)
+        if best is None:
+            return group
+        gain, record, belief = best
+        explanation = {**group.explanation, "near_miss_of": group.name,
+                       "near_miss_gain": round(gain, 4), "router": round(belief, 4)}
+        return _choice(record, group.score, float(group.explanation.get("threshold", 0.0)),
+                       explanation, context)
+
+    def _lexical_of(self, sid: str, query: str) -> float:
+        """The skill's lexical score for ``query`` (0 when it is not among the candidates)."""
+        hits = self._lexical_hits.get(query)
+        if hits is None:
+            hits = dict(self.store.text_search(NodeKind.SKILL, query, self.config.candidates))
+            self._lexical_hits = {query: hits}
+        return hits.get(sid, 0.0)
 
     def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:

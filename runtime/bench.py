@@ -292,6 +292,37 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
         "select_set_f1": round(100 * cut[0] / len(held_out), 1)}
 
 
+NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)
+"""Candidates for ``near_miss_margin``, the first (never) preferred on ties."""
+
+
+def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
+                        ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The ``near_miss_margin`` whose group answers have the best set F1 on held-out rows
+    (every row answered with a group, as the group settings are calibrated after it)."""
+    config = retriever.config
+    if not held_out:
+        return config, {}
+    scores: list[tuple[float, float]] = []
+    for margin in NEAR_MISS_MARGINS:
+        probe = Retriever(retriever.store, retriever.encoder, replace(
+            config, group_threshold=-1.0, cjk_group_threshold=-1.0, router_min_confidence=0.0,
+            single_skill_margin=1.0, fast_route_confidence=2.0, near_miss_margin=margin))
+        total = 0.0
+        for row in held_out:
+            toolbox = probe.search(row.request)
+            chosen = set(toolbox.group.members) if toolbox.group else set(toolbox.selected)
+            total += f1(chosen, set(row.skills))
+        scores.append((total / len(held_out), margin))
+    best_value, best_margin = scores[0]
+    for value, margin in scores[1:]:
+        if value > best_value + 1e-9:
+            best_value, best_margin = value, margin
+    return replace(config, near_miss_margin=best_margin), {
+        "near_miss_margin": best_margin,
+        "near_miss_set_f1": {str(m): round(100 * v, 1) for v, m in scores}}
+
+
 SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
 """Candidates for ``single_skill_margin``, the first (never) preferred on ties."""
 
@@ -460,8 +491,10 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
                            make_store)[0]
             base, skill_calibration = calibrate_skills(Retriever(store, encoder, base),
                                                        held_out)
+            base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
             base, calibration = calibrate(Retriever(store, encoder, base), held_out)
             calibration.update(skill_calibration)
+            calibration.update(near_miss)
             store.close()
             details["calibration"] = calibration
             timings["calibration_s"] = round(time.perf_counter() - started, 1)

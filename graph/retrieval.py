@@ -85,6 +85,9 @@ class RetrievalConfig:
     embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
     ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
     accurate as the full one on the requests it takes."""
+    extend_groups: bool = True
+    """A part of the request that the chosen group does not serve adds its own best skill
+    beside the group (``skillgrove bench`` keeps it only where history says it helps)."""
     near_miss_margin: float = 1.0
     """A runner-up group that differs from the chosen one by one or two skills replaces it
     when the request's evidence for those skills gains more than this (1 or more: never;
@@ -180,7 +183,7 @@ class Toolbox:
         """``group``, ``composed`` (skills joined by edges), ``skill`` (one), ``skills``
         (several, unconnected) or ``none``."""
         if self.group is not None:
-            return "group"
+            return "composed" if len(self.selected) > len(self.group.members) else "group"
         if self.edges:
             return "composed"
         return {0: "none", 1: "skill"}.get(len(self.selected), "skills")
@@ -266,6 +269,12 @@ class Retriever:
                 reason = (reason + "; " if reason else "") + (
                     f"the request asks for {parts} things; each part got its own skill")
         selected = group.members if group is not None else tuple(self.select(skills))
+        if group is not None and fast is None and self.config.extend_groups:
+            extras = self._extra_tasks(request, group, context, k, weight)
+            if extras:
+                selected = group.members + tuple(e.id for e in extras)
+                listed = {e.id for e in extras}
+                skills = [*extras, *(s for s in skills if s.id not in listed)]
         if group is None and skills and "task" in skills[0].explanation:
             selected = tuple(s.id for s in skills if s.explanation.get("task_top"))
         edges: tuple[tuple[str, str], ...] = ()
@@ -374,6 +383,29 @@ class Retriever:
             hits = dict(self.store.text_search(NodeKind.SKILL, query, self.config.candidates))
             self._lexical_hits = {query: hits}
         return hits.get(sid, 0.0)
+
+    def _extra_tasks(self, request: str, group: GroupChoice, context: RequestContext, k: int,
+                     weight: float | None) -> list[ScoredSkill]:
+        """Skills the group lacks for a part of a request that asks for several things ("...
+        and email it. Also zip the PDF"): each part's best skill when it is not a member and
+        fits on its own (``select_min``). The group then stays as it is, with these beside it
+        (a group adjusted: ``shape == "composed"``)."""
+        parts = split_tasks(request)
+        if len(parts) < 2:
+            return []
+        vectors = self.encoder.encode(parts)
+        members = set(group.members)
+        extras: dict[str, ScoredSkill] = {}
+        for index, (part, vector) in enumerate(zip(parts, vectors, strict=True), 1):
+            ranking = self._atomic_tier(part, vector, context, k, weight)
+            if not ranking or ranking[0].score < self.config.select_min:
+                continue
+            top = ranking[0]
+            if top.id in members or top.id in extras:
+                continue
+            extras[top.id] = replace(top, explanation={**top.explanation, "task": index,
+                                                       "beside_group": group.name})
+        return list(extras.values())
 
     def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:

@@ -303,24 +303,27 @@ def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
     config = retriever.config
     if not held_out:
         return config, {}
-    scores: list[tuple[float, float]] = []
-    for margin in NEAR_MISS_MARGINS:
+    def mean_f1(margin: float, extend: bool) -> float:
         probe = Retriever(retriever.store, retriever.encoder, replace(
             config, group_threshold=-1.0, cjk_group_threshold=-1.0, router_min_confidence=0.0,
-            single_skill_margin=1.0, fast_route_confidence=2.0, near_miss_margin=margin))
+            single_skill_margin=1.0, fast_route_confidence=2.0, near_miss_margin=margin,
+            extend_groups=extend))
         total = 0.0
         for row in held_out:
-            toolbox = probe.search(row.request)
-            chosen = set(toolbox.group.members) if toolbox.group else set(toolbox.selected)
-            total += f1(chosen, set(row.skills))
-        scores.append((total / len(held_out), margin))
+            total += f1(set(probe.search(row.request).selected), set(row.skills))
+        return total / len(held_out)
+
+    scores = [(mean_f1(margin, False), margin) for margin in NEAR_MISS_MARGINS]
     best_value, best_margin = scores[0]
     for value, margin in scores[1:]:
         if value > best_value + 1e-9:
             best_value, best_margin = value, margin
-    return replace(config, near_miss_margin=best_margin), {
-        "near_miss_margin": best_margin,
-        "near_miss_set_f1": {str(m): round(100 * v, 1) for v, m in scores}}
+    extended = mean_f1(best_margin, True)
+    extend = extended > best_value + 1e-9
+    return replace(config, near_miss_margin=best_margin, extend_groups=extend), {
+        "near_miss_margin": best_margin, "extend_groups": extend,
+        "near_miss_set_f1": {str(m): round(100 * v, 1) for v, m in scores},
+        "extended_set_f1": round(100 * extended, 1)}
 
 
 SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
@@ -349,7 +352,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
             points.append((-1.0, -1.0, without, without))
             continue
         confidence = float(toolbox.group.explanation.get("router", 1.0))
-        points.append((toolbox.group.score, confidence, f1(set(toolbox.group.members), gold),
+        points.append((toolbox.group.score, confidence, f1(set(toolbox.selected), gold),
                        without))
     if not points:
         return retriever.config, {"sample": 0}

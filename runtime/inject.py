@@ -93,6 +93,9 @@ def instruction_items(toolbox: Toolbox, skills_by_id: Mapping[str, Skill],
             elif run is None or skill.name not in done:
                 add(member, "step of the group" + (" that did not complete" if run else ""),
                     run is not None)
+        for extra in toolbox.selected:  # a part of the request the group does not serve
+            if extra not in toolbox.group.members:
+                add(extra, "also asked for, beside the group", True)
     else:
         for rank, scored in enumerate(toolbox.skills):
             selected = scored.id in toolbox.selected

@@ -168,3 +168,15 @@ def test_a_request_for_several_things_gets_a_skill_for_each(
     assert toolbox.group is None
     assert [names[s] for s in toolbox.selected] == ["zip-files", "file-checksum", "redact-pii"]
     assert toolbox.fallback_reason and "asks for 3 things" in toolbox.fallback_reason
+
+
+def test_a_group_plus_one_more_task_gets_the_group_adjusted(
+        retriever: tuple[Library, Retriever]) -> None:
+    _, search = retriever
+    toolbox = search.search("Summarize the quarterly report PDF and email the key numbers to my "
+                            "team. Also compute the sha256 checksum of the PDF for the archive.")
+    assert toolbox.group is not None and toolbox.group.id == "group:report-analysis"
+    names = {s.id: s.name for s in toolbox.skills}
+    extras = [names.get(s, s) for s in toolbox.selected if s not in toolbox.group.members]
+    assert extras == ["file-checksum"]
+    assert toolbox.shape == "composed"

@@ -284,6 +284,8 @@ class Retriever:
             # Nothing fits well enough to select, but the best candidate is still shown with
             # what it would need.
             _, skills, _ = self._with_prerequisites((skills[0].id,), skills)
+        if group is None and len(selected) > 1:
+            edges = self._contract_edges(selected, edges)
         anchors = list(group.members) if group is not None else list(selected)
         key = ("suggest", tuple(anchors))
         if state.memo is not None and key in state.memo:
@@ -406,6 +408,28 @@ class Retriever:
             extras[top.id] = replace(top, explanation={**top.explanation, "task": index,
                                                        "beside_group": group.name})
         return list(extras.values())
+
+    def _contract_edges(self, selected: Sequence[str],
+                        edges: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """``edges`` plus the contracts among the selected skills: a skill whose declared
+        output is a required input of another, selected after it, feeds that one (never
+        against an edge already there, never closing a cycle)."""
+        from skillgrove.graph.learning import acyclic_edges
+
+        records = [r for r in (self.store.node(sid) for sid in selected) if r is not None]
+        found: list[tuple[str, str]] = []
+        for i, producer in enumerate(records):
+            outputs = set(producer.data.get("outputs", ()))
+            if not outputs:
+                continue
+            for consumer in records[i + 1:]:
+                if outputs & set(consumer.data.get("required_inputs", ())):
+                    found.append((producer.id, consumer.id))
+        if not found:
+            return edges
+        votes = {e: 2 for e in edges} | {e: 1 for e in found if e not in edges}
+        kept = acyclic_edges([*edges, *found], votes, list(selected))
+        return tuple(dict.fromkeys([*edges, *(e for e in kept if e not in edges)]))
 
     def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:

@@ -76,3 +76,34 @@ def test_the_closure_can_be_turned_off(retriever: Retriever) -> None:
     plain = Retriever(retriever.store, retriever.encoder, RetrievalConfig(closure_max=0))
     toolbox = plain.search("book me a flight to Lisbon next Friday")
     assert toolbox.shape in ("skill", "skills") and not toolbox.edges
+
+
+def test_two_skills_joined_by_a_contract_make_a_composed_toolbox(
+        tmp_path: Path, encoder: CachedEncoder) -> None:
+    """No group and no declared dependency: the output of one selected skill is a required
+    input of the other, so the toolbox carries that edge."""
+    write_skill(tmp_path / "skills", "fetch-page", """---
+name: fetch-page
+description: Download a web page from a URL and return its HTML.
+inputs: {properties: {url: {type: string}}, required: [url]}
+outputs: {properties: {html: {type: string}}}
+---
+""")
+    write_skill(tmp_path / "skills", "clean-html", """---
+name: clean-html
+description: Strip scripts, styles and tags from HTML and return readable text.
+inputs: {properties: {html: {type: string}}, required: [html]}
+outputs: {properties: {text: {type: string}}}
+---
+""")
+    write_skill(tmp_path / "skills", "bake-bread", "---\nname: bake-bread\n"
+                "description: Give a recipe for baking sourdough bread at home.\n---\n")
+    library = load_library([tmp_path], LoadOptions())
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    toolbox = Retriever(store, encoder).search(
+        "Download the page at https://example.com/post. Then strip the tags from its html.")
+    names = {s.id: s.name for s in toolbox.skills}
+    assert [names[s] for s in toolbox.selected] == ["fetch-page", "clean-html"]
+    assert [(names[a], names[b]) for a, b in toolbox.edges] == [("fetch-page", "clean-html")]
+    assert toolbox.shape == "composed"

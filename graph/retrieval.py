@@ -887,20 +887,24 @@ class Retriever:
 
 
 _TASK_BREAK = re.compile(
-    r"(?:[.!?;]+(?:\s+|$)|[。！？；]+\s*|\s*\b(?:after that|afterwards|and then|then|next|finally|lastly|"
-    r"additionally|also|as well as|in addition)\b[,:]?\s*|然后|接着|之后|最后|另外|并且)",
+    r"(?:[.!?;,]\s*(?:after that|afterwards|and then|then|next|finally|lastly|additionally|"
+    r"also|in addition)|\s+(?:after that|and then))\b[,:]?\s*"
+    r"|[。！？；，]?\s*(?:然后|接着|之后|最后|另外)[，,]?",
     re.IGNORECASE)
+"""Where a request moves on to its next task: a sequencing word ("after that", "then",
+"finally", "also"...) after a sentence or clause break. Sentences alone do not split a request:
+most extra sentences give context ("The business type is a restaurant.")."""
 _MIN_TASK_WORDS = 3
 
 
 def split_tasks(request: str) -> list[str]:
-    """The parts of a request that asks for several things in turn: sentences, and clauses
-    joined by "after that", "then", "finally" and the like (3 words or more each).
+    """The parts of a request that asks for several things in turn, at "after that",
+    "then", "finally" and the like (3 words or more each).
 
     >>> split_tasks("Get the quote for a restaurant. After that, create an admin named Jo.")
     ['Get the quote for a restaurant', 'create an admin named Jo']
     """
-    pieces = [p.strip(" ,") for p in _TASK_BREAK.split(request)]
+    pieces = [p.strip(" ,.") for p in _TASK_BREAK.split(request)]
     return [p for p in pieces if len(p.split()) >= _MIN_TASK_WORDS
             or (cjk_share(p) > 0.3 and len(p) >= 4)]
 

@@ -50,6 +50,9 @@ class RetrievalConfig:
     cjk_group_threshold: float = 0.20
     """Requests mostly in CJK script score lower (their vector side is damped), so they are
     held to a lower bar."""
+    cjk_min_lexical: float = 0.05
+    """A request mostly in CJK script gets a group only with at least this lexical evidence
+    for it (vectors alone say little there)."""
     group_margin: float = 0.0
     vector_weight: float = 0.75
     skill_vector_weight: float = 0.5
@@ -675,6 +678,17 @@ class Retriever:
             name = self.store.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
                           f"the threshold {threshold:.2f}"), candidates
+        if weight is not None and threshold > 0:
+            # The embedding knows little of CJK text, so a CJK request needs some lexical
+            # evidence for the group (its text or its best example), not vectors alone.
+            best_lexical = max(float(explanation.get("lexical", 0.0)), float(
+                explanation.get("example", {}).get("lexical", 0.0)))
+            if best_lexical < cfg.cjk_min_lexical:
+                name = self.store.node(best_id).name  # type: ignore[union-attr]
+                return None, (f"no group fits: the best, '{name}', shares almost no words with "
+                              f"the request (lexical {best_lexical:.2f}, needs "
+                              f"{cfg.cjk_min_lexical:.2f} for a request in CJK script)"), \
+                    candidates
         if confidence is not None and confidence < cfg.router_min_confidence:
             name = self.store.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group is clearly meant: the likeliest, '{name}', has only "

@@ -92,6 +92,7 @@ OUTSIDE = [
     "write a haiku about autumn leaves",
     "resize these product photos to 800 pixels wide",
     "帮我订一张去上海的火车票",
+    "帮我把供应商发票记到台账里",  # no Chinese group books invoices; vectors alone matched one
 ]
 
 
@@ -125,7 +126,7 @@ def test_requests_outside_the_library_fall_back(retriever: tuple[Library, Retrie
     _, search = retriever
     toolbox = search.search(request_text)
     assert toolbox.group is None, (toolbox.group, toolbox.group_candidates)
-    assert toolbox.fallback_reason and "below the threshold" in toolbox.fallback_reason
+    assert toolbox.fallback_reason and toolbox.fallback_reason.startswith("no group fits")
     assert toolbox.skills
 
 

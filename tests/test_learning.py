@@ -192,6 +192,7 @@ def test_the_fast_route_is_cut_where_it_loses_nothing() -> None:
     assert lossless_cut(mixed) == (0.9, 1.0)
     assert lossless_cut(sure[:10]) == (2.0, 0.0)  # too few rows to trust
     assert lossless_cut([(0.99, 0.5, 1.0)] * 30) == (2.0, 0.0)  # always worse: never
+    assert lossless_cut([(0.4, 1.0, 1.0)] * 30) == (2.0, 0.0)  # the words alone are unsure
 
 
 def test_runs_calling_the_same_skills_in_different_orders_mine_a_valid_dag(
@@ -287,9 +288,9 @@ def test_a_draft_binds_the_inputs_its_skills_declare(tmp_path: Path) -> None:
 def test_hide_sets_removes_a_seeded_share_of_recurring_sets() -> None:
     from skillgrove.runtime.bench import Dataset, Query, hide_skill_sets
 
-    history = tuple(HistoryRow(f"{s}{n}", f"task {s}", tuple(s)) for s in ("ab", "cd", "ef",
-                                                                          "gh", "ij")
-                    for n in range(2)) + (HistoryRow("once", "rare", ("x", "y")),)
+    sets = ("ab", "cd", "ef", "gh", "ij")
+    history = (*(HistoryRow(f"{s}{n}", f"task {s}", tuple(s)) for s in sets for n in range(2)),
+               HistoryRow("once", "rare", ("x", "y")))
     queries = tuple(Query(s, f"do {s}", tuple(s), ()) for s in ("ab", "cd", "ef", "gh", "ij"))
     dataset = Dataset("d", (), history, queries)
     hidden_data, hidden = hide_skill_sets(dataset, 0.4)

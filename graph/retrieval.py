@@ -76,6 +76,8 @@ class RetrievalConfig:
     """A skill scoring below this is ranked but never selected: better an empty selection
     ("nothing here fits") than five unrelated skills."""
     select_max: int = 5
+    select_substitutes: bool = False
+    """Whether the selection may hold two skills joined by SIMILAR_TO (alternatives)."""
     suggestions: int = 5
     runner_up_ratio: float = 0.9
     """Groups scoring at least this share of the chosen group's score are close runner-ups;
@@ -851,10 +853,22 @@ class Retriever:
         return out
 
     def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
+        """The top skill plus every skill within ``select_ratio`` of its score (at most
+        ``select_max``, none below ``select_min``), leaving out substitutes: a skill SIMILAR_TO
+        one already selected is an alternative to it, not a second thing the request needs
+        (``select_substitutes`` keeps them)."""
         if not skills:
             return []
         cut = max(skills[0].score * self.config.select_ratio, self.config.select_min)
-        return [s.id for s in skills[: self.config.select_max] if s.score >= cut]
+        chosen = [s.id for s in skills[: self.config.select_max] if s.score >= cut]
+        if self.config.select_substitutes or len(chosen) < 2:
+            return chosen
+        kept: list[str] = []
+        for sid in chosen:
+            similar = {other.id for _, other in self.store.neighbors(sid, [EdgeKind.SIMILAR_TO])}
+            if not similar & set(kept):
+                kept.append(sid)
+        return kept
 
     # -- suggestions --------------------------------------------------------------------------
 

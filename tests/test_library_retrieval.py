@@ -73,6 +73,8 @@ PARAPHRASES = {
 # Requests that need one skill, worded as users write them; the answer is that skill alone.
 ONE_SKILL = {
     "convert this markdown file to html": "markdown-to-html",
+    "convert my markdown notes into a PDF": "markdown-to-pdf",
+    "pull the text out of this PDF": "pdf-to-text",
     "render a bar chart of monthly sales from sales.csv": "render-chart",
     "zip these three files into one archive": "zip-files",
     "compute the sha256 checksum of this download": "file-checksum",

@@ -69,22 +69,11 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return tokens
 
 
-_VALUES = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\b(?:https?|ftp)://\S+", re.IGNORECASE)
-"""E-mail addresses and URLs in a request: values for a skill's inputs, not words of the task.
-Their pieces ("bob", "example", "com") match nothing and only inflate the best lexical score
-the request could reach."""
-
-
 @lru_cache(maxsize=256)
 def query_tokens(text: str) -> tuple[str, ...]:
-    """``tokenize`` for a request, without the e-mail addresses and URLs it carries as values,
-    remembered: one search reads the same request several times (groups, examples, skills, the
-    router).
-
-    >>> query_tokens("mail bob@example.com the notes from https://x.io/a")
-    ('mail', 'note')
-    """
-    return tuple(tokenize(_VALUES.sub(" ", text)))
+    """``tokenize`` for a request, remembered: one search reads the same request several times
+    (groups, examples, skills, the router)."""
+    return tuple(tokenize(text))
 
 
 def cjk_share(text: str) -> float:

@@ -204,7 +204,6 @@ class Retriever:
         self.encoder = encoder
         self.config = config
         self._state = _IndexState()
-        self._lexical_hits: dict[str, dict[str, float]] = {}
 
     def _refresh(self) -> _IndexState:
         """The router and the memo of the index as it is now: one metadata read per search
@@ -267,21 +266,24 @@ class Retriever:
                     group = None
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
+        tops: tuple[str, ...] = ()
         if group is None and fast is None:
             several = self._several_tasks(request, context, k, weight)
             if several is not None:
-                skills, parts = several
+                skills, tops, parts = several
                 reason = (reason + "; " if reason else "") + (
                     f"the request asks for {parts} things; each part got its own skill")
-        selected = group.members if group is not None else tuple(self.select(skills))
-        if group is not None and fast is None and self.config.extend_groups:
-            extras = self._extra_tasks(request, group, context, k, weight)
-            if extras:
-                selected = group.members + tuple(e.id for e in extras)
-                listed = {e.id for e in extras}
-                skills = [*extras, *(s for s in skills if s.id not in listed)]
-        if group is None and skills and "task" in skills[0].explanation:
-            selected = tuple(s.id for s in skills if s.explanation.get("task_top"))
+        selected: tuple[str, ...]
+        if group is not None:
+            selected = group.members
+            if fast is None and self.config.extend_groups:
+                extras = self._extra_tasks(request, group, context, k, weight)
+                if extras:
+                    selected = group.members + tuple(e.id for e in extras)
+                    listed = {e.id for e in extras}
+                    skills = [*extras, *(s for s in skills if s.id not in listed)]
+        else:
+            selected = tops or tuple(self.select(skills))
         edges: tuple[tuple[str, str], ...] = ()
         if group is None and selected:
             selected, skills, edges = self._with_prerequisites(selected, skills)
@@ -303,18 +305,25 @@ class Retriever:
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000, edges)
 
-    def _several_tasks(self, request: str, context: RequestContext, k: int,
-                       weight: float | None) -> tuple[list[ScoredSkill], int] | None:
-        """A request that asks for several things in turn ("get the quote. After that, create
-        the admin. Finally, ...") answered part by part: each part's best skill is selected
-        (when it clears ``select_min``), and the ranking takes the parts' rankings in turn.
-        None for a request of one part."""
+    def _part_rankings(self, request: str, context: RequestContext, k: int,
+                       weight: float | None) -> list[list[ScoredSkill]]:
+        """The skill ranking of each part of a request that asks for several things in turn
+        (see ``split_tasks``); empty for a request of one part."""
         parts = split_tasks(request)
         if len(parts) < 2:
-            return None
+            return []
         vectors = self.encoder.encode(parts)
-        rankings = [self._atomic_tier(part, vector, context, k, weight)
-                    for part, vector in zip(parts, vectors, strict=True)]
+        return [self._atomic_tier(part, vector, context, k, weight)
+                for part, vector in zip(parts, vectors, strict=True)]
+
+    def _several_tasks(self, request: str, context: RequestContext, k: int,
+                       weight: float | None,
+                       ) -> tuple[list[ScoredSkill], tuple[str, ...], int] | None:
+        """A request that asks for several things in turn ("get the quote. After that, create
+        the admin. Finally, ...") answered part by part: (the ranking, which takes the parts'
+        rankings in turn; each part's best skill, when it clears ``select_min``; the number
+        of parts). None unless two parts have a best skill of their own."""
+        rankings = self._part_rankings(request, context, k, weight)
         tops: list[str] = []
         for ranking in rankings:
             if ranking and ranking[0].score >= self.config.select_min \
@@ -327,11 +336,9 @@ class Retriever:
             for index, ranking in enumerate(rankings, 1):
                 if depth < len(ranking) and ranking[depth].id not in woven:
                     item = ranking[depth]
-                    notes = {**item.explanation, "task": index}
-                    if item.id in tops:
-                        notes["task_top"] = True
-                    woven[item.id] = replace(item, explanation=notes)
-        return list(woven.values()), len(parts)
+                    woven[item.id] = replace(item, explanation={**item.explanation,
+                                                                "task": index})
+        return list(woven.values()), tuple(tops), len(rankings)
 
     def _near_miss(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
                    query: str, vector: Any, context: RequestContext,
@@ -348,12 +355,13 @@ class Retriever:
         if cfg.near_miss_margin >= 1.0:
             return group
         skill_weight = cfg.skill_vector_weight if weight is None else weight
+        lexical = dict(self.store.text_search(NodeKind.SKILL, query, cfg.candidates))
         memo: dict[str, float] = {}
 
         def evidence(sid: str) -> float:
             if sid not in memo:
-                memo[sid] = self._hybrid_one(sid, vector, skill_weight, self._lexical_of(
-                    sid, query))[0]
+                memo[sid] = self._hybrid_one(sid, vector, skill_weight,
+                                             lexical.get(sid, 0.0))[0]
             return memo[sid]
 
         chosen = set(group.members)
@@ -383,28 +391,15 @@ class Retriever:
         return _choice(record, group.score, float(group.explanation.get("threshold", 0.0)),
                        explanation, context)
 
-    def _lexical_of(self, sid: str, query: str) -> float:
-        """The skill's lexical score for ``query`` (0 when it is not among the candidates)."""
-        hits = self._lexical_hits.get(query)
-        if hits is None:
-            hits = dict(self.store.text_search(NodeKind.SKILL, query, self.config.candidates))
-            self._lexical_hits = {query: hits}
-        return hits.get(sid, 0.0)
-
     def _extra_tasks(self, request: str, group: GroupChoice, context: RequestContext, k: int,
                      weight: float | None) -> list[ScoredSkill]:
         """Skills the group lacks for a part of a request that asks for several things ("...
         and email it. Also zip the PDF"): each part's best skill when it is not a member and
         fits on its own (``select_min``). The group then stays as it is, with these beside it
         (a group adjusted: ``shape == "composed"``)."""
-        parts = split_tasks(request)
-        if len(parts) < 2:
-            return []
-        vectors = self.encoder.encode(parts)
         members = set(group.members)
         extras: dict[str, ScoredSkill] = {}
-        for index, (part, vector) in enumerate(zip(parts, vectors, strict=True), 1):
-            ranking = self._atomic_tier(part, vector, context, k, weight)
+        for index, ranking in enumerate(self._part_rankings(request, context, k, weight), 1):
             if not ranking or ranking[0].score < self.config.select_min:
                 continue
             top = ranking[0]

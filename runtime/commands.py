@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 def index_dir(args: argparse.Namespace) -> Path:
-    configured = args.index or os.environ.get("SKILLGROVE_INDEX")
-    return Path(configured) if configured else Path(".skillgrove")
+    from skillgrove.runtime.engine import default_index_dir
+
+    return Path(args.index) if args.index else default_index_dir()
 
 
 def engine_from_args(args: argparse.Namespace) -> Skillgrove:

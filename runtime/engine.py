@@ -219,6 +219,7 @@ class Skillgrove:
         self._library_fingerprint: str | None = None
         self._broken: dict[str, tuple[str, ...]] = {}
         self._checked_at = 0.0
+        self._indexed = False
         self._last_refresh: float | None = None
         self._last_error: str | None = None
         self._listeners: list[Callable[[Library], None]] = []
@@ -396,10 +397,15 @@ class Skillgrove:
                 if not run.group.startswith(SKILL_RUN_PREFIX)]
 
     def is_indexed(self) -> bool:
+        """Whether the store holds an index (remembered once it does: indexes are replaced,
+        never removed, so a server does not ask the store again on every search)."""
+        if self._indexed:
+            return True
         if self._store_choice == "embedded" and self._store is None \
                 and not (self.index_dir / INDEX_FILE).exists():
             return False
-        return bool(self.store.get_meta(FINGERPRINT_KEY) or self.store.get_meta("roots"))
+        self._indexed = bool(self.store.get_meta(FINGERPRINT_KEY) or self.store.get_meta("roots"))
+        return self._indexed
 
     def stale(self) -> bool:
         """True when the library's files differ from what the index was built from. An index

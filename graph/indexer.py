@@ -139,11 +139,11 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
         memberships.append(members)
     # Declared prerequisites: the skill a skill depends on flows into it.
     for skill in skills.values():
-        for name in skill.depends_on:
+        for position, name in enumerate(skill.depends_on):
             needed = skills.get(name)
             if needed is not None and needed.id != skill.id:
                 edges.append(Edge(EdgeKind.FLOWS_TO, needed.id, skill.id, 1.0,
-                                  {"declared": True}))
+                                  {"declared": True, "position": position}))
     for kind_nodes in (skill_nodes, group_nodes):
         ids = [n.id for n in kind_nodes]
         if ids:

@@ -139,7 +139,7 @@ def acyclic_edges(edges: Iterable[tuple[str, str]], votes: Mapping[tuple[str, st
     return kept
 
 
-def _topological(order: Sequence[str], edges: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+def topological_order(order: Sequence[str], edges: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     """``order`` changed only as much as ``edges`` (acyclic) require: each member as early as
     its call position allows once everything it needs is placed."""
     needs: dict[str, set[str]] = {m: set() for m in order}
@@ -179,7 +179,7 @@ def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_example
         declaring = sum(1 for row in support_rows if row.edges)
         candidates = [e for e, n in edge_votes.items() if n * 2 >= declaring]
         kept = acyclic_edges(candidates, edge_votes, order)
-        order = _topological(order, kept)
+        order = topological_order(order, kept)
         edges = tuple(sorted(kept, key=lambda e: (order.index(e[0]), order.index(e[1]))))
         requests = tuple(dict.fromkeys(r.request for r in support_rows))
         labels = [names.get(m, m) for m in order]

@@ -22,7 +22,8 @@ class EdgeKind(StrEnum):
     """group -> skill; props: step (id), order (position in the group)."""
     FLOWS_TO = "FLOWS_TO"
     """skill -> skill: a step dependency inside a group (props: group, from_step, to_step), or
-    a declared prerequisite (``depends_on``; props: declared = true)."""
+    a declared prerequisite (``depends_on``; props: declared = true, position = its place in
+    the list, the first-named first)."""
     SIMILAR_TO = "SIMILAR_TO"
     """skill <-> skill and group <-> group (stored once per direction); weight: cosine."""
     CO_USED = "CO_USED"

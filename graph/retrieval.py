@@ -102,6 +102,11 @@ class RetrievalConfig:
     """The best single skill is the answer instead of the chosen group when it scores at least
     the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
     history."""
+    single_step_lead: float = 0.15
+    """The best single skill is also the answer when it is one of the group's steps, scores at
+    least ``single_step_ratio`` of the group's score, and leads every other step by this
+    much: the request asks for that step alone (1 or more: never). Calibrated on history."""
+    single_step_ratio: float = 0.85
     clear_router: float = 0.6
     """A request whose group the router holds at least this likely, alone, is clear: the
     conversation does not change its answer."""
@@ -435,19 +440,27 @@ class Retriever:
                                ) -> str | None:
         """Why the answer is one skill rather than ``group``, or None when the group stands.
 
-        A group wins only when the request needs what the group does: when the best single
-        skill explains the request at least as well as the whole group does
-        (``single_skill_margin``), the group's other steps are work nobody asked for."""
-        margin = self.config.single_skill_margin
-        if not skills or margin >= 1.0:
+        A group wins only when the request needs what the group does. It does not when the
+        best single skill explains the request at least as well as the whole group does
+        (``single_skill_margin``), nor when that skill is one of the group's steps, nearly as
+        good as the group and far ahead of every other step (``single_step_lead``): either
+        way the group's other steps are work nobody asked for."""
+        cfg = self.config
+        if not skills or skills[0].score < cfg.select_min:
             return None
         top = skills[0]
-        if top.score < self.config.select_min or top.score < group.score + margin:
-            return None
+        lead = single_step_lead(top, group, skills)
         inside = "one of its steps" if top.id in group.members else "not one of its steps"
         extra = len(group.members) - (1 if top.id in group.members else 0)
-        return (f"one skill fits: '{top.name}' ({inside}) scores {top.score:.2f}, the group "
-                f"'{group.name}' {group.score:.2f}; its other {extra} steps are not asked for")
+        if cfg.single_skill_margin < 1.0 and top.score >= group.score + cfg.single_skill_margin:
+            why = f"scores {top.score:.2f}, the group '{group.name}' {group.score:.2f}"
+        elif (cfg.single_step_lead < 1.0 and lead is not None and lead >= cfg.single_step_lead
+              and top.score >= cfg.single_step_ratio * group.score):
+            why = (f"scores {top.score:.2f}, {lead:.2f} ahead of every other step of "
+                   f"'{group.name}' ({group.score:.2f})")
+        else:
+            return None
+        return f"one skill fits: '{top.name}' ({inside}) {why}; its other {extra} steps are not asked for"
 
     def _with_prerequisites(self, selected: Sequence[str], skills: list[ScoredSkill],
                             ) -> tuple[tuple[str, ...], list[ScoredSkill],
@@ -460,41 +473,54 @@ class Retriever:
 
         A toolbox that gained prerequisites is *composed*: its ``edges`` say which result
         feeds which skill."""
+        from skillgrove.graph.learning import acyclic_edges, topological_order
+
         budget = self.config.closure_max
         if budget <= 0:
             return tuple(selected), skills, ()
         chosen = set(selected)
-        added: list[str] = []
-        needed_by: dict[str, str] = {}
-        edges: list[tuple[str, str]] = []
         records: dict[str, NodeRecord] = {}
-
-        def visit(sid: str, path: frozenset[str], into: list[str]) -> None:
-            for edge, other in self.store.neighbors(sid, [EdgeKind.FLOWS_TO]):
-                if edge.dst != sid or not edge.props.get("declared") or other.id in path:
-                    continue
-                if other.id not in chosen and len(added) >= budget:
-                    continue
-                edges.append((other.id, sid))
-                if other.id in chosen:
-                    continue
-                chosen.add(other.id)
-                records[other.id] = other
-                needed_by[other.id] = records[sid].name if sid in records else sid
-                visit(other.id, path | {other.id}, into)
-                added.append(other.id)
-                into.append(other.id)
-
+        needed_by: dict[str, str] = {}
+        # Breadth first, each skill's prerequisites in the order its author listed them: the
+        # nearest and first-named prerequisites are the likeliest needed, and they are the
+        # ones kept when the budget runs out.
+        found: list[tuple[str, str, int]] = []  # (prerequisite, dependent, depth)
         blocks: list[tuple[str, list[str]]] = []
         for sid in selected:
             record = self.store.node(sid)
-            if record is not None:
-                records[sid] = record
-                own: list[str] = []
-                visit(sid, frozenset({sid}), own)
-                blocks.append((sid, own))
-        if not added:
+            if record is None:
+                continue
+            records[sid] = record
+            own: list[str] = []
+            frontier = [sid]
+            depth = 0
+            while frontier:
+                depth += 1
+                following: list[str] = []
+                for node in frontier:
+                    for other in self._prerequisites(node):
+                        if other.id not in chosen and len(needed_by) >= budget:
+                            continue
+                        found.append((other.id, node, depth))
+                        if other.id in chosen:
+                            continue
+                        chosen.add(other.id)
+                        records[other.id] = other
+                        needed_by[other.id] = records[node].name
+                        own.append(other.id)
+                        following.append(other.id)
+                frontier = following
+            blocks.append((sid, own))
+        if not needed_by:
             return tuple(selected), skills, ()
+        # Declared dependencies may loop (a getter and its setter naming each other): the
+        # nearer edge wins, and the toolbox stays a DAG.
+        nearest: dict[tuple[str, str], int] = {}
+        for a, b, depth in found:
+            nearest[(a, b)] = min(depth, nearest.get((a, b), depth))
+        edges = acyclic_edges(nearest, {e: -d for e, d in nearest.items()}, list(chosen))
+        deepest_first = [pid for _, own in blocks for pid in reversed(own)]
+        order = topological_order([*deepest_first, *selected], edges)
         by_id = {s.id: s for s in skills}
         top = skills[0].score if skills else 0.0
 
@@ -507,7 +533,7 @@ class Retriever:
                                str(record.data.get("description", "")),
                                bool(record.data.get("available", True)), notes)
 
-        companions = self._companions(added, chosen, top, records)
+        companions = self._companions(list(needed_by), chosen, top, records)
         after: dict[str, list[ScoredSkill]] = {}
         for companion in companions:
             after.setdefault(str(companion.explanation["companion_of_id"]), []).append(
@@ -521,8 +547,14 @@ class Retriever:
                 woven.extend(after.get(pid, ()))
         placed = {s.id for s in woven}
         rest = [s for s in skills if s.id not in placed]
-        order = tuple(added) + tuple(s for s in selected)
         return order, woven + rest, tuple(dict.fromkeys(edges))
+
+    def _prerequisites(self, sid: str) -> list[NodeRecord]:
+        """The skills ``sid`` declares it depends on, in the order it names them."""
+        found = [(int(edge.props.get("position", 0)), other.name, other)
+                 for edge, other in self.store.neighbors(sid, [EdgeKind.FLOWS_TO])
+                 if edge.dst == sid and edge.props.get("declared")]
+        return [other for _, _, other in sorted(found, key=lambda t: (t[0], t[1]))]
 
     def _companions(self, prerequisites: Sequence[str], chosen: set[str], score: float,
                     records: Mapping[str, NodeRecord]) -> list[ScoredSkill]:
@@ -951,6 +983,16 @@ class _IndexState:
     memo: dict[Any, Any] | None = None
     """Derived data kept while the index is unchanged: suggestions per set of anchors, a
     group's example ids."""
+
+
+def single_step_lead(top: ScoredSkill, group: GroupChoice,
+                     skills: Sequence[ScoredSkill]) -> float | None:
+    """How far ``top``, a step of ``group``, scores ahead of the group's next best step in
+    ``skills`` (a step not ranked there counts as 0); None when ``top`` is not a step."""
+    if top.id not in group.members:
+        return None
+    others = [s.score for s in skills if s.id in group.members and s.id != top.id]
+    return top.score - max(others, default=0.0)
 
 
 def _choice(record: NodeRecord, score: float, threshold: float, explanation: dict[str, Any],

@@ -50,7 +50,7 @@ from skillgrove.graph.learning import (
     read_history,
     read_jsonl,
 )
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox
+from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox, single_step_lead
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
 from skillgrove.skills.loader import LoadOptions
@@ -328,6 +328,8 @@ def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
 
 SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
 """Candidates for ``single_skill_margin``, the first (never) preferred on ties."""
+SINGLE_STEP_LEADS = (1.0, 0.3, 0.2, 0.15)
+"""Candidates for ``single_step_lead``, the first (never) preferred on ties."""
 
 
 def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
@@ -340,50 +342,68 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     """
     probe = Retriever(retriever.store, retriever.encoder,
                       replace(retriever.config, group_threshold=-1.0, router_min_confidence=0.0,
-                              cjk_group_threshold=-1.0, single_skill_margin=1.0))
+                              cjk_group_threshold=-1.0, single_skill_margin=1.0,
+                              single_step_lead=1.0))
     points: list[tuple[float, float, float, float]] = []
-    tops: list[float] = []
+    # Per row: the best single skill's score and, when it is a step of the group scoring at
+    # least ``single_step_ratio`` of it, its lead over the other steps.
+    tops: list[tuple[float, float | None]] = []
+    step_ratio = retriever.config.single_step_ratio
     for row in held_out:
         toolbox = probe.search(row.request)
         gold = set(row.skills)
         without = f1(set(probe.select(list(toolbox.skills))), gold)
-        tops.append(toolbox.skills[0].score if toolbox.skills else 0.0)
-        if toolbox.group is None:
+        top = toolbox.skills[0] if toolbox.skills else None
+        if toolbox.group is None or top is None:
+            tops.append((top.score if top else 0.0, None))
             points.append((-1.0, -1.0, without, without))
             continue
+        lead = single_step_lead(top, toolbox.group, toolbox.skills)
+        tops.append((top.score, lead if top.score >= step_ratio * toolbox.group.score else None))
         confidence = float(toolbox.group.explanation.get("router", 1.0))
         points.append((toolbox.group.score, confidence, f1(set(toolbox.selected), gold),
                        without))
     if not points:
         return retriever.config, {"sample": 0}
-    # (value, threshold, confidence, margin); the margin of 1 (one skill never overrides a
-    # group) comes first, so that it wins ties and the fast route stays possible.
-    best: tuple[float, float, float, float] | None = None
     floor = retriever.config.select_min
+
+    def shaped(margin: float, lead: float) -> list[tuple[float, float, float, float]]:
+        """The points with the groups that one skill would replace taken away."""
+        out = []
+        for p, (top, step_lead) in zip(points, tops, strict=True):
+            one = p[0] >= 0 and top >= floor and (
+                (margin < 1.0 and top >= p[0] + margin)
+                or (lead < 1.0 and step_lead is not None and step_lead >= lead))
+            out.append((-1.0, p[1], p[2], p[3]) if one else p)
+        return out
+
+    # (value, threshold, confidence, margin, lead); a margin and lead of 1 (one skill never
+    # overrides a group) come first, so that they win ties and the fast route stays possible.
+    best: tuple[float, float, float, float, float] | None = None
     for margin in SINGLE_SKILL_MARGINS:
-        shaped = [p if p[0] < 0 or margin >= 1.0 or top < max(floor, p[0] + margin)
-                  else (-1.0, p[1], p[2], p[3]) for p, top in zip(points, tops, strict=True)]
-        for confidence in sorted({0.0} | {round(p[1], 3) for p in shaped if p[1] >= 0}):
-            kept = [(p[0] if p[1] >= confidence else -1.0, p[2], p[3]) for p in shaped]
-            threshold, value = _best_threshold(kept)
-            if best is None or value > best[0] + 1e-9:
-                best = (value, threshold, confidence, margin)
+        for lead in SINGLE_STEP_LEADS:
+            candidate = shaped(margin, lead)
+            for confidence in sorted({0.0} | {round(p[1], 3) for p in candidate if p[1] >= 0}):
+                kept = [(p[0] if p[1] >= confidence else -1.0, p[2], p[3]) for p in candidate]
+                threshold, value = _best_threshold(kept)
+                if best is None or value > best[0] + 1e-9:
+                    best = (value, threshold, confidence, margin, lead)
     assert best is not None
-    value, threshold, confidence, margin = best
-    points = [p if p[0] < 0 or margin >= 1.0 or top < max(floor, p[0] + margin)
-              else (-1.0, p[1], p[2], p[3]) for p, top in zip(points, tops, strict=True)]
+    value, threshold, confidence, margin, lead = best
+    points = shaped(margin, lead)
     # A request mostly in CJK script is held to the same share of the bar as by default.
     ratio = retriever.config.cjk_group_threshold / retriever.config.group_threshold
     tuned = replace(retriever.config, group_threshold=threshold,
                     cjk_group_threshold=round(threshold * ratio, 3),
-                    router_min_confidence=confidence, single_skill_margin=margin)
+                    router_min_confidence=confidence, single_skill_margin=margin,
+                    single_step_lead=lead)
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
     fast, share = (_fast_route_confidence(probe, held_out, full)
-                   if threshold <= 0 and margin >= 1.0 else (2.0, 0.0))
+                   if threshold <= 0 and margin >= 1.0 and lead >= 1.0 else (2.0, 0.0))
     tuned = replace(tuned, fast_route_confidence=fast)
     return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
-                   "single_skill_margin": margin,
+                   "single_skill_margin": margin, "single_step_lead": lead,
                    "fast_route_confidence": fast, "fast_route_share": round(100 * share, 1)}
 
 

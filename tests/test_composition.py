@@ -60,7 +60,8 @@ def test_the_closure_joins_the_answer_in_order(retriever: Retriever) -> None:
         ("airline-login", "book-flight"), ("get-wifi-status", "book-flight"),
         ("get-wifi-status", "airline-login")}
     ranked = [s.name for s in toolbox.skills]
-    assert ranked[:4] == ["book-flight", "get-wifi-status", "set-wifi-status", "airline-login"]
+    # Prerequisites in the order book-flight names them, each companion after its skill.
+    assert ranked[:4] == ["book-flight", "airline-login", "get-wifi-status", "set-wifi-status"]
     explained = {s.name: s.explanation for s in toolbox.skills}
     assert explained["get-wifi-status"]["prerequisite_of"] in ("book-flight", "airline-login")
     assert explained["set-wifi-status"]["companion_of"] == "get-wifi-status"
@@ -107,3 +108,38 @@ outputs: {properties: {text: {type: string}}}
     assert [names[s] for s in toolbox.selected] == ["fetch-page", "clean-html"]
     assert [(names[a], names[b]) for a, b in toolbox.edges] == [("fetch-page", "clean-html")]
     assert toolbox.shape == "composed"
+
+
+def test_the_nearest_and_first_named_prerequisites_come_first(tmp_path: Path,
+                                                              encoder: CachedEncoder) -> None:
+    # An author lists what a skill needs most first; a looping pair (a getter and a setter
+    # naming each other) still gives a DAG; a small budget keeps the nearest.
+    skills = {
+        "open-shop": ("Open the shop's web site.", []),
+        "shop-login": ("Log in to the online shop account.",
+                       ["validate-email", "get-language", "get-brightness"]),
+        "add-to-cart": ("Add an item to the online shop cart.", ["shop-login"]),
+        "validate-email": ("Check that a string is a valid e-mail address.", []),
+        "get-language": ("Read the system language.", ["set-language"]),
+        "set-language": ("Change the system language.", ["get-language"]),
+        "get-brightness": ("Read the screen brightness.", []),
+    }
+    for name, (description, needs) in skills.items():
+        depends = f"depends_on: [{', '.join(needs)}]\n" if needs else ""
+        write_skill(tmp_path / "skills", name,
+                    f"---\nname: {name}\ndescription: {description}\n{depends}---\n")
+    library = load_library([tmp_path], LoadOptions())
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    toolbox = Retriever(store, encoder).search("put this jacket in my shop cart")
+    names = {s.id: s.name for s in toolbox.skills}
+    ranked = [s.name for s in toolbox.skills]
+    assert [r for r in ranked if r != "set-language"][:5] == [
+        "add-to-cart", "shop-login", "validate-email", "get-language", "get-brightness"]
+    order = [names[s] for s in toolbox.selected]
+    for a, b in toolbox.edges:  # a DAG, each prerequisite before what needs it
+        assert order.index(names[a]) < order.index(names[b])
+    assert order[-2:] == ["shop-login", "add-to-cart"]
+    small = Retriever(store, encoder, RetrievalConfig(closure_max=2))
+    kept = [s.name for s in small.search("put this jacket in my shop cart").skills[:3]]
+    assert kept == ["add-to-cart", "shop-login", "validate-email"]

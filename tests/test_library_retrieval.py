@@ -86,6 +86,8 @@ ONE_SKILL = {
     "fill this template with these values": "render-template",
     "summarize this paragraph in two sentences": "summarize-text",
     "what is the SLA deadline for a P2 ticket opened now": "sla-deadline",
+    "what are the main keywords of this article": "extract-keywords",
+    "remove duplicate rows from customers.csv": "csv-deduplicate",
 }
 
 OUTSIDE = [

@@ -95,6 +95,7 @@ def skill_record(skill: Skill) -> NodeRecord:
     data = {
         "description": skill.description,
         "tags": list(skill.tags),
+        "effects": list(skill.effects),
         "path": str(skill.folder),
         "available": skill.available,
         "unavailable_reasons": list(skill.availability.reasons),

@@ -1,7 +1,7 @@
 """The run log: every run's inputs, outputs, timings, and each step's status and error.
 
-Co-use weights and quality statistics are learned from it later; a failed run can be resumed
-from its record. The embedded run log is a SQLite file next to the index.
+Co-use weights and quality statistics are learned from it later; a failed or cancelled run can
+be resumed from its record. The embedded run log is a SQLite file next to the index.
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ class StepRecord:
     seconds: float | None = None
     continued: bool = False
     """Failed, but the step had continue_on_error, so the run went on."""
+    definition: str | None = None
+    """A digest of what the step runs (its entry in the group file, the skill's SKILL.md and
+    entrypoint file, or the sub-group's file): a resumed run re-runs a step whose digest
+    changed."""
+    note: str | None = None
+    """What a resumed run did with the step: ``reused from run X``, or why it ran again."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class RunRecord:
     id: str
     group: str
     status: str
-    """success or failure."""
+    """success, failure, or cancelled (interrupted: a signal, or the caller's cancel; it can be
+    resumed like a failed run)."""
     inputs: Mapping[str, Any]
     context: Mapping[str, Any]
     outputs: Mapping[str, Any]
@@ -47,6 +54,9 @@ class RunRecord:
     request: str | None = None
     resumed_from: str | None = None
     error: str | None = None
+    run_dir: str | None = None
+    """The run's own folder, where its steps write their files (``<index>/runs/<run id>``; a
+    resumed run keeps the folder of the run it resumes, so earlier outputs are still there)."""
 
     def step(self, step_id: str) -> StepRecord | None:
         return next((s for s in self.steps if s.id == step_id), None)

@@ -415,6 +415,19 @@ def calls(node: Node) -> Iterator[Call]:
         yield from calls(child)
 
 
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, parents first."""
+    yield node
+    for child in _children(node):
+        yield from walk(child)
+
+
+def start_offset(node: Node) -> int:
+    """Where the text of ``node`` begins (an operator's or a property's own offset is not the
+    start: ``steps.a.outputs.x == 1`` begins at ``steps``)."""
+    return min(n.offset for n in walk(node))
+
+
 # ----------------------------------------------------------------------------------- evaluation
 
 

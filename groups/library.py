@@ -56,6 +56,39 @@ class Library:
         if self.errors:
             raise LibraryError(self.errors)
 
+    def effects(self, group: Group) -> dict[str, tuple[str, ...]]:
+        """What running ``group`` changes (see :func:`group_effects`).
+
+        >>> library.effects(library.groups["report-analysis"])
+        {'sends-email': ('send-email',)}
+        """
+        return group_effects(group, self.skills, self.groups)
+
+
+def group_effects(group: Group, skills: Mapping[str, Skill],
+                  groups: Mapping[str, Group]) -> dict[str, tuple[str, ...]]:
+    """Each declared effect of the group's skills (and of its sub-groups' skills), with the
+    skills that have it, in step order."""
+    found: dict[str, list[str]] = {}
+
+    def visit(current: Group, seen: frozenset[str]) -> None:
+        for step in current.steps:
+            if step.group:
+                inner = groups.get(step.group)
+                if inner is not None and inner.id not in seen:
+                    visit(inner, seen | {inner.id})
+                continue
+            skill = skills.get(step.skill or "")
+            if skill is None:
+                continue
+            for effect in skill.effects:
+                holders = found.setdefault(effect, [])
+                if skill.name not in holders:
+                    holders.append(skill.name)
+
+    visit(group, frozenset({group.id}))
+    return {effect: tuple(names) for effect, names in found.items()}
+
 
 def is_group_file(path: Path, root: Path) -> bool:
     """A ``*.group.yaml`` anywhere, or any YAML file in a ``groups`` folder at or below

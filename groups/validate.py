@@ -3,11 +3,19 @@
 A group that passes here cannot fail at run time for a reason visible at load time: an unknown
 step or skill, a missing or unknown parameter, an output the skill does not declare, or a value
 whose type cannot match the parameter it feeds.
+
+Comparisons whose answer the declared types already give are warnings: a boolean output compared
+with ``'true'`` (the GitHub Actions habit, where outputs are strings) is never equal, so the step
+it guards never runs; a number compared with a string is never equal either, and ordering them
+fails when the step runs. The types come from the skills' output schemas
+(``steps.X.outputs.Y``) and the group's inputs (``inputs.Y``); ``context`` values are not typed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -23,13 +31,18 @@ from skillgrove.groups.expressions import (
     Node,
     Template,
     Unary,
+    has_expression,
+    parse_expression,
     parse_template,
     references,
+    start_offset,
+    walk,
 )
 from skillgrove.groups.loader import GroupReporter, find_cycle, iter_templates
 from skillgrove.groups.model import Group, Step
 from skillgrove.skills._yaml import PathKey
 from skillgrove.skills.diagnostics import Diagnostic, did_you_mean
+from skillgrove.skills.errors import ExpressionSyntaxError
 from skillgrove.skills.model import Skill
 
 
@@ -61,6 +74,21 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
         _check_output_refs(step.with_, (*where, "with"), skills, groups, by_id, report, step.id)
         if step.if_ is not None and "${{" in step.if_:
             _check_output_refs(step.if_, (*where, "if"), skills, groups, by_id, report, step.id)
+
+    def node_type(node: Node) -> str | None:
+        return _node_type(node, skills, groups, by_id, input_types)
+
+    for step in group.steps:
+        where = ("steps", step.index)
+        for path, node, offset in _expressions(step.with_, (*where, "with")):
+            _check_comparisons(node, path, offset, node_type, report, step.id)
+        if step.if_ is not None:
+            condition = _condition(step.if_)
+            if condition is not None:
+                _check_comparisons(condition[0], (*where, "if"), condition[1], node_type, report,
+                                   step.id)
+    for path, node, offset in _expressions(group.outputs, ("outputs",)):
+        _check_comparisons(node, path, offset, node_type, report, None)
     _check_output_refs(group.outputs, ("outputs",), skills, groups, by_id, report, None)
     cycle = _subgroup_cycle(group, groups)
     if cycle:
@@ -271,6 +299,108 @@ def _check_output_refs(value: Any, where: PathKey, skills: Mapping[str, Skill],
                                  f"'{name}'", did_you_mean(name, declared)
                                  or "its outputs: " + ", ".join(declared),
                                  offset=part.offset + ref.offset, subject=subject)
+
+
+def _expressions(value: Any, where: PathKey) -> list[tuple[PathKey, Node, int]]:
+    """Every expression inside a nested value: (where, parsed node, offset in the string)."""
+    sink = GroupReporter(Path(), "")  # syntax errors were reported by the loader
+    return [(path, part.node, part.offset) for path, template, _ in
+            iter_templates(value, where, sink) for part in template.expressions]
+
+
+def _condition(text: str) -> tuple[Node, int] | None:
+    """A step's ``if`` (``${{ }}`` is optional there) and its offset, None if it does not
+    parse (the loader reported it)."""
+    try:
+        if has_expression(text):
+            template = parse_template(text)
+            if not template.is_single_expression:
+                return None
+            part = template.expressions[0]
+            return part.node, part.offset
+        return parse_expression(text), 0
+    except ExpressionSyntaxError:
+        return None
+
+
+_EQUALITY = {"==": "is never true", "!=": "is always true"}
+_ORDERING = ("<", "<=", ">", ">=")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _check_comparisons(node: Node, where: PathKey, offset: int,
+                       node_type: Callable[[Node], str | None], report: GroupReporter,
+                       subject: str | None) -> None:
+    """Warn where the declared types decide a comparison: never equal, or not comparable."""
+    for found in walk(node):
+        if not isinstance(found, Binary) or (found.op not in _EQUALITY
+                                              and found.op not in _ORDERING):
+            continue
+        left, right = node_type(found.left), node_type(found.right)
+        if left is None or right is None:
+            continue
+        left_kind, right_kind = _kind(left), _kind(right)
+        shown = f"{_show(found.left)} {found.op} {_show(found.right)}"
+        sides = (f"{_show(found.left)} is {_article(left_kind)} {left_kind} and "
+                 f"{_show(found.right)} is {_article(right_kind)} {right_kind}")
+        if found.op in _EQUALITY and left_kind != right_kind:
+            message = f"{shown} {_EQUALITY[found.op]}: {sides}"
+        elif found.op in _ORDERING and not (left_kind == right_kind
+                                            and left_kind in ("number", "string")):
+            message = f"{shown} fails when it runs: {sides}, which '{found.op}' cannot order"
+        else:
+            continue
+        report.warn("never-equal" if found.op in _EQUALITY else "cannot-order", where,
+                    message, _comparison_hint(found, left_kind, right_kind),
+                    offset=offset + start_offset(found), subject=subject)
+
+
+def _kind(json_type: str) -> str:
+    return "number" if json_type == "integer" else json_type
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _show(node: Node) -> str:
+    """An operand as the author wrote it, near enough for a message."""
+    if isinstance(node, Lit):
+        value = node.value
+        if isinstance(value, str):
+            return "'" + value.replace("'", "''") + "'"
+        return "null" if value is None else str(value).lower() if isinstance(value, bool) \
+            else str(value)
+    refs = list(references(node))
+    if len(refs) == 1 and refs[0].offset == start_offset(node) and not isinstance(
+            node, Binary | Call | Unary):
+        return refs[0].dotted
+    if isinstance(node, Call):
+        return f"{node.func}(...)"
+    return "the expression"
+
+
+def _comparison_hint(node: Binary, left_kind: str, right_kind: str) -> str | None:
+    """The literal to write instead (``compare with true, not 'true'``), when one side is a
+    literal that spells a value of the other side's type."""
+    for literal, other in ((node.right, left_kind), (node.left, right_kind)):
+        if not isinstance(literal, Lit):
+            continue
+        value = literal.value
+        if isinstance(value, str):
+            text = value.strip()
+            if other == "boolean" and text.lower() in ("true", "false"):
+                return f"compare with {text.lower()}, not '{value}'"
+            if other == "number" and _NUMBER.fullmatch(text):
+                return f"compare with {text}, not '{value}'"
+        elif other == "string" and isinstance(value, bool | int | float):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            return f"compare with '{text}', not {text}"
+    if "array" in (left_kind, right_kind):
+        return "to ask whether a list holds a value, use contains(list, value)"
+    if "string" in (left_kind, right_kind) and {left_kind, right_kind} & {"number", "boolean"}:
+        return "compare values of the same type, or convert one with string() or number()"
+    return None
 
 
 def _subgroup_cycle(group: Group, groups: Mapping[str, Group]) -> list[str] | None:

@@ -1,14 +1,28 @@
 """The ``skillgrove`` command line.
 
-Exit codes: 0 success (``check``: no errors), 1 problems found or the command failed, 2 usage error.
+Exit codes: 0 success (``check``: no errors), 1 problems found or the command failed, 2 usage error,
+141 the reader of the output went away (``skillgrove runs | head``): the command stops quietly,
+with the status a shell reports for git or grep killed by SIGPIPE (128 + 13), 130 and 143 a run
+stopped by SIGINT (Ctrl-C) or SIGTERM (128 + the signal).
 A user mistake is printed as a diagnostic, never as a traceback.
+
+Stopping a run: while ``run``, ``run-skill``, ``ask`` or ``demo`` runs a group, the first SIGINT
+or SIGTERM cancels it: the running skills' process trees are killed, the run is recorded as
+``cancelled``, and ``skillgrove run GROUP --resume RUN_ID`` continues it. A second signal, or
+one that comes while nothing runs, acts as usual.
+
+Library folders (``--library``, and the PATH arguments) may be joined with ``os.pathsep`` as in
+``$SKILLGROVE_PATH`` (``--library ~/skills:library``); a folder that does not exist is an error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="RUN_ID",
                      help="re-run only what did not succeed in that run")
     run.add_argument("--json", action="store_true", help="print the whole run record")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan and the group's side effects; run nothing")
     run.set_defaults(handler=commands.cmd_run)
 
     runs = sub.add_parser("runs", help="list past runs; `runs show ID` shows one")
@@ -136,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("request")
     ask.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
     ask.add_argument("--concurrency", type=int, default=4)
+    ask.add_argument("--yes", "-y", action="store_true",
+                     help="run the chosen group even if it sends mail, writes your files or has "
+                          "other side effects (without it such a group is planned, not run)")
+    ask.add_argument("--plan-only", action="store_true",
+                     help="plan the chosen group, never run it")
     _add_inject_args(ask)
     ask.set_defaults(handler=commands.cmd_ask)
 
@@ -300,15 +321,23 @@ def _explicit_engine(args: argparse.Namespace) -> Skillgrove:
     from skillgrove.runtime.engine import Skillgrove
     from skillgrove.runtime.paths import default_paths
 
-    return Skillgrove(args.paths or default_paths(), allow_rules=args.allow_rule)
+    return Skillgrove(commands.library_paths(args.paths) or default_paths(),
+                      allow_rules=args.allow_rule)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     stream = out or sys.stdout
+    interrupts = _Interrupts(args.command in RUNNING_COMMANDS)
     try:
-        code: int = args.handler(args, stream)
+        with interrupts:
+            code: int = args.handler(args, stream)
+        stream.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+        if interrupts.received is not None:
+            return 128 + interrupts.received
+    except BrokenPipeError:
+        return _reader_went_away()
     except SkillgroveError as exc:
         sys.stderr.write(f"skillgrove: {exc}\n")
         return 1
@@ -316,6 +345,56 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         sys.stderr.write("skillgrove: interrupted\n")
         return 130
     return code
+
+
+RUNNING_COMMANDS = frozenset({"run", "run-skill", "ask", "demo"})
+
+
+class _Interrupts:
+    """SIGINT and SIGTERM during a command that runs groups: the first one cancels the runs in
+    progress (see the module docstring); ``received`` is the signal that did."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if self.enabled:
+            from skillgrove.runtime.runner import cancel_active_runs
+
+            self._cancel = cancel_active_runs
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        first = self.received is None
+        if first and self._cancel(f"interrupted by {signal.Signals(signum).name}"):
+            self.received = signum
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+
+EXIT_CLOSED_PIPE = 141
+
+
+def _reader_went_away() -> int:
+    """What is left to print goes to the null device: Python flushes stdout once more at exit,
+    and that would fail on the closed pipe too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's buffer)
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

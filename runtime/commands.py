@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
@@ -32,11 +33,22 @@ def engine_from_args(args: argparse.Namespace) -> Skillgrove:
     """The one engine a command talks to, built from the options every command shares."""
     from skillgrove.runtime.engine import Skillgrove
 
-    paths = getattr(args, "paths", None) or getattr(args, "library", None) or None
+    paths = library_paths(getattr(args, "paths", None) or getattr(args, "library", None))
     return Skillgrove(paths, index=index_dir(args), store=args.store, model=args.model,
                       allow_rules=getattr(args, "allow_rule", None) or (),
                       concurrency=getattr(args, "concurrency", 4),
                       log=_say)
+
+
+def library_paths(given: Sequence[Path] | None) -> list[Path] | None:
+    """Library paths from the command line, each split on ``os.pathsep`` as
+    ``$SKILLGROVE_PATH`` is (``--library a:b`` is ``--library a --library b``); None when none
+    were given."""
+    if not given:
+        return None
+    split = [Path(part).expanduser() for path in given
+             for part in str(path).split(os.pathsep) if part.strip()]
+    return split or None
 
 
 def _say(message: str) -> None:
@@ -263,7 +275,9 @@ class ProgressDisplay:
     def __call__(self, event: Any) -> None:
         kind = event.kind.value
         if kind == "run_started" and not event.step:
-            self.stream.write(f"run {event.run_id}: group {event.group}\n")
+            folder = event.data.get("run_dir")
+            self.stream.write(f"run {event.run_id}: group {event.group}"
+                              + (f" (files in {folder})" if folder else "") + "\n")
         elif kind == "run_finished" and not event.step:
             self.stream.write(f"run {event.run_id}: {event.status} in {event.seconds:.2f} s"
                               + (f" ({event.message})" if event.message else "") + "\n")
@@ -278,7 +292,8 @@ class ProgressDisplay:
                 detail = f" in {event.data.get('delay', 0):.2f} s: {event.message}"
             elif event.message:
                 detail = f": {event.message}"
-            self.stream.write(f"  {self.SYMBOLS[kind]:<5} {event.step}{detail}\n")
+            symbol = "stop" if event.status == "cancelled" else self.SYMBOLS[kind]
+            self.stream.write(f"  {symbol:<5} {event.step}{detail}\n")
         self.stream.flush()
 
 
@@ -290,27 +305,42 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
         plan = engine.plan(args.group, parse_inputs(args.input), _context_values(args.context))
+        effects = engine.effects(args.group)
     finally:
         engine.close()
     if args.json:
         from dataclasses import asdict
 
-        out.write(json.dumps(asdict(plan), indent=2, ensure_ascii=False, default=str) + "\n")
+        out.write(json.dumps({**asdict(plan), "effects": effects}, indent=2,
+                             ensure_ascii=False, default=str) + "\n")
         return 0
+    _write_plan(plan, effects, out)
+    return 0
+
+
+def _write_plan(plan: Any, effects: Mapping[str, Sequence[str]], out: TextIO) -> None:
+    """A plan as text: the group, its inputs and side effects, then each level's steps."""
     out.write(f"group {plan.group}\ninputs: {json.dumps(plan.inputs, ensure_ascii=False)}\n")
+    if effects:
+        out.write("effects: " + "; ".join(f"{effect} ({', '.join(names)})"
+                                          for effect, names in effects.items()) + "\n")
     steps = {s.id: s for s in plan.steps}
     for level, ids in enumerate(plan.levels):
         out.write(f"level {level}:\n")
         for sid in ids:
             step = steps[sid]
             note = f"  [skipped: {step.skip_reason}]" if step.skip_reason else ""
+            if step.decided_at_run_time:
+                on = ", ".join(f"steps.{d}" for d in step.depends_on)
+                note = "  [decided at run time" + (f" (depends on {on})" if on else "") + "]"
             out.write(f"  {sid}: {step.kind} {step.target}{note}\n")
             for key, value in step.inputs.items():
                 out.write(f"      {key} = {json.dumps(value, ensure_ascii=False)[:120]}\n")
-    return 0
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    if getattr(args, "dry_run", False):
+        return cmd_plan(args, out)
     engine = engine_from_args(args)
     events = ProgressDisplay(sys.stderr) if not args.json else None
     inputs = parse_inputs(args.input) if args.input or not args.resume else None
@@ -324,6 +354,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(json.dumps(dict(record.outputs), indent=2, ensure_ascii=False,
                              default=str) + "\n")
+    if record.status in ("failure", "cancelled"):
+        sys.stderr.write(f"skillgrove: run {record.id} {record.status}; continue it with "
+                         f"`skillgrove run {record.group} --resume {record.id}`\n")
     return 0 if record.status == "success" else 1
 
 
@@ -366,13 +399,20 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
     for record in records:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
         failed = [s.id for s in record.steps if s.status == "failure"]
-        out.write(f"{record.id}  {when}  {record.group:<28} {record.status:<8} "
+        out.write(f"{record.id}  {when}  {record.group:<28} {record.status:<9} "
                   f"{record.seconds:6.2f} s" + (f"  failed: {', '.join(failed)}" if failed
                                                  else "") + "\n")
     return 0
 
 
+def check_budget(budget: int | None) -> None:
+    """Refuse a budget below one token before anything runs (a one-line error, exit 1)."""
+    if budget is not None and budget < 1:
+        raise SkillgroveError(f"--budget: must be a positive number of tokens (got {budget})")
+
+
 def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
+    check_budget(args.budget)
     engine = engine_from_args(args)
     try:
         injection = engine.inject(args.request, run_id=args.run,
@@ -388,11 +428,13 @@ def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
     """Search, validate the chosen group against the context, run it (or fall back), inject."""
+    check_budget(args.budget)
     engine = engine_from_args(args)
     try:
         answer = engine.ask(args.request, load_context(args.context), parse_inputs(args.input),
                             budget=args.budget, fmt=args.format,
-                            on_event=ProgressDisplay(sys.stderr))
+                            on_event=ProgressDisplay(sys.stderr), confirm=args.yes,
+                            plan_only=args.plan_only)
     finally:
         engine.close()
     return _print_answer(answer, out)
@@ -402,6 +444,8 @@ def _print_answer(answer: Any, out: TextIO) -> int:
     """The context block on stdout, notes and its size on stderr; 1 when a run failed."""
     for note in answer.notes:
         sys.stderr.write(note + "\n")
+    if answer.plan is not None:
+        _write_plan(answer.plan, answer.needs_confirmation, sys.stderr)
     out.write(answer.injection.text)
     sys.stderr.write(f"[{answer.injection.tokens} tokens, cl100k_base; level "
                      f"{answer.injection.level}]\n")
@@ -470,19 +514,21 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from skillgrove.runtime.engine import Skillgrove
     from skillgrove.runtime.paths import bundled_library
 
+    check_budget(args.budget)
     library = bundled_library()
     samples = library / "samples"
-    os.environ.setdefault("SKILLGROVE_OUTBOX", str(index_dir(args) / "outbox"))
     values = {"pdf_path": str(samples / "quarterly_report.pdf"),
               "team_email": "team@example.com", "report_name": "Q3 demo"}
     request = "summarize the quarterly report PDF and email the key numbers to my team"
-    out.write(f"$ skillgrove ask {json.dumps(request)}  (context: {json.dumps(values)})\n\n")
+    out.write(f"$ skillgrove ask {json.dumps(request)} --yes  (context: {json.dumps(values)})"
+              "\n\n")
     engine = Skillgrove([library], index=index_dir(args), store=args.store, model=args.model,
                         concurrency=args.concurrency,
                         log=_say)
     try:
+        # The demo's mail goes to the outbox (no SMTP_HOST), which is why it may run unasked.
         answer = engine.ask(request, {"values": values}, budget=args.budget, fmt=args.format,
-                            on_event=ProgressDisplay(sys.stderr))
+                            on_event=ProgressDisplay(sys.stderr), confirm=True)
     finally:
         engine.close()
     return _print_answer(answer, out)

@@ -27,6 +27,7 @@ with its errors until it is fixed or removed.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from skillgrove.runtime.errors import InvalidRequestError, NotFoundError
+from skillgrove.runtime.errors import ConfirmationRequired, InvalidRequestError, NotFoundError
 
 if TYPE_CHECKING:
     from skillgrove.graph.embeddings import Encoder
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from skillgrove.graph.runlog import RunRecord, SqliteRunLog
     from skillgrove.graph.store import GraphStore
     from skillgrove.groups.library import Library
+    from skillgrove.groups.loader import GroupLoad
     from skillgrove.groups.model import Group
     from skillgrove.runtime.events import Event
     from skillgrove.runtime.executors import Executor
@@ -106,6 +108,11 @@ class Answer:
     run: RunRecord | None
     injection: Injection
     notes: tuple[str, ...] = ()
+    plan: Plan | None = None
+    """The chosen group's plan when it was not run (plan only, or not confirmed)."""
+    needs_confirmation: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The effects (effect -> skills) that kept the chosen group from running: confirm them
+    to run it."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +188,9 @@ class Skillgrove:
     else ``./.skillgrove``). ``store``: ``"embedded"``, ``"neo4j"`` (configured from the
     environment) or a :class:`GraphStore`. ``model``: a sentence-transformers folder;
     ``encoder``: an :class:`Encoder` to use instead. ``auto_refresh``: re-index a changed library
-    before answering (servers that :meth:`watch` turn it off).
+    before answering (servers that :meth:`watch` turn it off). ``allow_effects``: side effects
+    (``sends-email``, ``writes-files``, ..., or ``all``) that need no confirmation (default
+    ``$SKILLGROVE_ALLOW_EFFECTS``, comma-separated; else none).
     """
 
     def __init__(self, paths: Sequence[str | os.PathLike[str]] | None = None, *,
@@ -194,9 +203,16 @@ class Skillgrove:
                  retrieval: RetrievalConfig | None = None,
                  executor: Executor | None = None,
                  auto_refresh: bool = True,
+                 allow_effects: Sequence[str] | None = None,
                  log: Callable[[str], None] | None = None) -> None:
         if concurrency < 1:
             raise InvalidRequestError("concurrency", "must be at least 1")
+        if allow_effects is None:
+            allow_effects = [e.strip() for e in
+                             os.environ.get("SKILLGROVE_ALLOW_EFFECTS", "").split(",")
+                             if e.strip()]
+        self.allow_effects = frozenset(allow_effects)
+        """Effects a run may have without being confirmed (``all``: any)."""
         self._explicit_paths = [Path(p) for p in paths] if paths else None
         self.index_dir = Path(index) if index is not None else default_index_dir()
         self._store_choice = store
@@ -290,15 +306,25 @@ class Skillgrove:
 
     @property
     def paths(self) -> list[Path]:
-        """The library folders this engine serves."""
+        """The library folders this engine serves. One that does not exist is a
+        :class:`NotFoundError` (a typo must not serve an empty library)."""
+        paths, origin = self._configured_paths()
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            raise NotFoundError.folders(missing, origin)
+        return paths
+
+    def _configured_paths(self) -> tuple[list[Path], str]:
+        """The library paths as given (existing or not), and where they came from."""
         if self._explicit_paths:
-            return list(self._explicit_paths)
+            return list(self._explicit_paths), ""
         indexed = self._indexed_paths()
         if indexed:
-            return indexed
+            return indexed, (f"the index in {self.index_dir} was built from it: give the "
+                             "library folders, or index the ones you have")
         from skillgrove.runtime.paths import default_paths
 
-        return default_paths()
+        return default_paths(), "in $SKILLGROVE_PATH"
 
     def _indexed_paths(self) -> list[Path]:
         if self._store is None and self._store_choice == "embedded" \
@@ -360,7 +386,8 @@ class Skillgrove:
         from skillgrove.skills.loader import LoadOptions
         from skillgrove.skills.safety import SafetyPolicy
 
-        return load_library(self.paths, LoadOptions(safety=SafetyPolicy(allow=self.allow_rules)))
+        paths, _ = self._configured_paths()  # a missing folder is one of the problems listed
+        return load_library(paths, LoadOptions(safety=SafetyPolicy(allow=self.allow_rules)))
 
     def reload(self) -> Library:
         """Load the library again from disk (the index is not touched)."""
@@ -430,7 +457,13 @@ class Skillgrove:
             self.log(f"no index yet: indexing {', '.join(map(str, self.paths))}")
             return self.index()
         if self.stale():
-            self.log("the library changed since it was indexed: re-indexing")
+            indexed = self._indexed_paths()
+            if self._explicit_paths and indexed and indexed != self._explicit_paths:
+                self.log(f"the index in {self.index_dir} was built from "
+                         f"{', '.join(map(str, indexed))}: re-indexing it from "
+                         f"{', '.join(map(str, self.paths))}")
+            else:
+                self.log("the library changed since it was indexed: re-indexing")
             return self.index()
         return None
 
@@ -503,7 +536,14 @@ class Skillgrove:
         library = self.library
         found = library.skills.get(name) or library.catalog.by_id().get(name)
         if found is None:
-            raise NotFoundError.named("skill", name, list(library.skills))
+            # A SKILL.md that was rejected (bad frontmatter, a safety rule) is usually in a
+            # folder of the skill's name: say why it is not there rather than "no skill".
+            rejected = [load for load in library.catalog.rejected if load.path.parent.name == name]
+            if rejected:
+                errors = [d for d in rejected[0].diagnostics if d.is_error]
+                raise NotFoundError.with_errors("skill", name, errors, self.paths)
+            known = [*library.skills, *(load.path.parent.name for load in library.catalog.rejected)]
+            raise NotFoundError.named("skill", name, known)
         return found
 
     def skill_file(self, name: str, file: str) -> bytes:
@@ -519,14 +559,16 @@ class Skillgrove:
         gid = group_id.removeprefix("group:")
         found = library.groups.get(gid)
         if found is None:
-            broken = [load for load in library.group_loads
-                      if load.group is not None and load.group.id == gid]
+            # A file that declares the id but has errors (even one too broken to parse) is
+            # named as such: "unknown group" would send the user looking for a typo.
+            declared = {load.path: _declared_group_id(load) for load in library.group_loads}
+            broken = [path for path, declared_id in declared.items() if declared_id == gid]
             if broken:
-                errors = [d for d in library.errors if d.path == broken[0].group.path]  # type: ignore[union-attr]
-                first = errors[0].format() if errors else "it does not validate"
-                raise NotFoundError(f"group '{gid}' has {len(errors)} errors and cannot be used;"
-                                    f" the first: {first}", {"kind": "group", "name": gid})
-            raise NotFoundError.named("group", gid, list(library.groups))
+                errors = [d for d in library.errors if d.path == broken[0]]
+                raise NotFoundError.with_errors("group", gid, errors, self.paths,
+                                                "cannot run")
+            known = [*library.groups, *(i for i in declared.values() if i is not None)]
+            raise NotFoundError.named("group", gid, known)
         return found
 
     def groups(self) -> list[dict[str, Any]]:
@@ -538,7 +580,7 @@ class Skillgrove:
         seen: set[str] = set()
         served: set[Path] = set()
         for gid, group in sorted(library.groups.items()):
-            view = group_view(group, library.skills)
+            view = group_view(group, library.skills, library.groups)
             view["status"] = "last-good" if gid in self._broken else "valid"
             view["errors"] = list(self._broken.get(gid, ()))
             out.append(view)
@@ -569,6 +611,7 @@ class Skillgrove:
     def node(self, key: str) -> NodeRecord:
         """The index's node for a skill name or id, or a group id."""
         from skillgrove.graph.documents import GROUP_PREFIX
+        from skillgrove.graph.model import NodeKind
 
         self._before_answer()
         store = self.store
@@ -577,10 +620,12 @@ class Skillgrove:
             if record is not None:
                 return record
         names = []
-        for record in store.nodes():
-            if record.name == key:
-                return record
-            names.append(record.name)
+        for kind in (NodeKind.SKILL, NodeKind.GROUP):  # examples are not asked for by name
+            for record in store.nodes(kind):
+                if record.name == key:
+                    return record
+                names.append(record.name if kind is NodeKind.SKILL
+                             else record.id.removeprefix(GROUP_PREFIX))
         raise NotFoundError.named("skill or group", key, names, "in the index")
 
     def neighbors(self, key: str) -> tuple[NodeRecord, list[dict[str, Any]]]:
@@ -673,16 +718,39 @@ class Skillgrove:
     # -- running -------------------------------------------------------------------------------
 
     def _runner(self, on_event: EventCallback | None, groups: Mapping[str, Group] | None = None,
-                ) -> Any:
+                stop: threading.Event | None = None) -> Any:
+        """A runner for one call. Each run gets its folder under ``<index>/runs/``; mail that
+        skills write to an outbox goes to ``$SKILLGROVE_OUTBOX``, else ``<index>/outbox`` (the
+        same for ``run``, ``ask`` and ``demo``)."""
         from skillgrove.runtime.events import ignore
         from skillgrove.runtime.executors import SubprocessExecutor
         from skillgrove.runtime.runner import Runner, RunOptions
 
         library = self.library
+        index = self.index_dir.absolute()
+        executor = self._executor
+        if executor is None:
+            environ = dict(os.environ)
+            if not environ.get("SKILLGROVE_OUTBOX"):
+                environ["SKILLGROVE_OUTBOX"] = str(index / "outbox")
+            executor = SubprocessExecutor(environ=environ)
         return Runner(groups if groups is not None else library.groups, library.skills,
-                      self._executor or SubprocessExecutor(), run_log=self.run_log,
-                      events=on_event or ignore,
-                      options=RunOptions(max_concurrency=self.concurrency))
+                      executor, run_log=self.run_log, events=on_event or ignore,
+                      options=RunOptions(max_concurrency=self.concurrency,
+                                         runs_dir=index / "runs"),
+                      stop=stop)
+
+    def effects(self, group: str) -> dict[str, tuple[str, ...]]:
+        """What running ``group`` changes (effect -> the skills that have it), sub-groups
+        included; ``{}`` for a group that only reads and writes its run folder."""
+        return self.library.effects(self.group(group))
+
+    def unconfirmed_effects(self, group: str) -> dict[str, tuple[str, ...]]:
+        """The effects of ``group`` that ``allow_effects`` does not cover."""
+        if "all" in self.allow_effects:
+            return {}
+        return {effect: names for effect, names in self.effects(group).items()
+                if effect not in self.allow_effects}
 
     def plan(self, group: str, inputs: Mapping[str, Any] | None = None,
              context: Mapping[str, Any] | None = None) -> Plan:
@@ -693,24 +761,41 @@ class Skillgrove:
 
     def run(self, group: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
-            *, resume: str | None = None, request: str | None = None) -> RunRecord:
+            *, resume: str | None = None, request: str | None = None,
+            confirm: bool = True, stop: threading.Event | None = None) -> RunRecord:
         """Run ``group``; ``on_event`` receives the run's events as they happen. ``resume``:
-        a run id whose successful steps are reused."""
+        a run (of the same group) to continue: its inputs and context with the given ones laid
+        over them, its run folder, and its successful steps that did not change. ``stop``: set
+        it to cancel the run (recorded as ``cancelled``, resumable). ``confirm=False`` (what
+        the servers pass unless their caller confirmed): raise :class:`ConfirmationRequired`
+        instead of running a group with effects that ``allow_effects`` does not cover."""
         found = self.group(group)
+        if not confirm:
+            pending = self.unconfirmed_effects(found.id)
+            if pending and not resume:
+                # Wrong inputs are reported first: confirming should not lead to "missing".
+                self.plan(found.id, inputs, context)
+            if pending:
+                raise ConfirmationRequired(found.id, pending)
         previous = self.get_run(resume) if resume else None
         given_inputs = _mapping("inputs", inputs) if inputs is not None or previous is None \
             else None
         given_context = _mapping("context", context) if context is not None \
             or previous is None else None
-        return self._runner(on_event).run(found.id, given_inputs,  # type: ignore[no-any-return]
-                                          given_context, resume=previous, request=request)
+        return self._runner(on_event, stop=stop).run(  # type: ignore[no-any-return]
+            found.id, given_inputs, given_context, resume=previous, request=request)
 
     def run_skill(self, name: str, inputs: Mapping[str, Any] | None = None,
-                  on_event: EventCallback | None = None) -> RunRecord:
-        """Run one executable skill on its own (recorded as a run of ``skill:<name>``)."""
+                  on_event: EventCallback | None = None, *, confirm: bool = True) -> RunRecord:
+        """Run one executable skill on its own (recorded as a run of ``skill:<name>``).
+        ``confirm=False``: refuse a skill with effects (see :meth:`run`)."""
         from skillgrove.groups.model import Group, InputSpec, Step
 
         found = self._skill(name)
+        pending = {effect: (found.name,) for effect in found.effects
+                   if "all" not in self.allow_effects and effect not in self.allow_effects}
+        if not confirm and pending:
+            raise ConfirmationRequired(SKILL_RUN_PREFIX + found.name, pending)
         if not found.is_executable:
             raise InvalidRequestError("skill", f"'{found.name}' is instruction-only: read it "
                                       "with `skillgrove show` and follow it")
@@ -751,53 +836,92 @@ class Skillgrove:
 
     def inject(self, request: str | None = None, *, run_id: str | None = None,
                context: RequestContext | Mapping[str, Any] | None = None,
-               budget: int | None = None, fmt: Format = "markdown") -> Injection:
-        """The context block for the agent: for a request, a run, or both."""
+               budget: int | None = None, fmt: Format = "markdown",
+               steps: Sequence[str] = ()) -> Injection:
+        """The context block for the agent: for a request, a run, or both. ``steps``: step
+        ids (or ``step.output``) of the run whose outputs to show beside the group's."""
         run = self.get_run(run_id) if run_id else None
         if request is None or not str(request).strip():
             if run is None:
                 raise InvalidRequestError("request", "give a request or a run id")
             request = run.request or self._run_request(run)
+        self._check_injection(budget, fmt)
         toolbox = self.search(request, context)
-        return self._injection(toolbox, run, budget, fmt)
+        return self._injection(toolbox, run, budget, fmt, steps)
 
     def _run_request(self, run: RunRecord) -> str:
         group = self.library.groups.get(run.group)
         return group.description if group is not None else run.group
 
-    def _injection(self, toolbox: Toolbox, run: RunRecord | None, budget: int | None,
-                   fmt: str) -> Injection:
-        from skillgrove.runtime.inject import build_injection
-
-        if budget is not None and (not isinstance(budget, int) or budget < 1):
+    @staticmethod
+    def _check_injection(budget: int | None, fmt: str) -> None:
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                                   or budget < 1):
             raise InvalidRequestError("budget", "must be a positive number of tokens")
         if fmt not in ("markdown", "xml"):
             raise InvalidRequestError("format", "must be markdown or xml")
+
+    def _injection(self, toolbox: Toolbox, run: RunRecord | None, budget: int | None,
+                   fmt: str, steps: Sequence[str] = ()) -> Injection:
+        """The block within ``budget``; a budget too small for its smallest form raises
+        :class:`~skillgrove.runtime.inject.BudgetError`."""
+        from skillgrove.runtime.inject import build_injection
+
+        self._check_injection(budget, fmt)
         return build_injection(toolbox, self.library.catalog.by_id(), run, budget=budget,
-                               fmt=fmt)  # type: ignore[arg-type]
+                               fmt=fmt, steps=steps)  # type: ignore[arg-type]
 
     def ask(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
             inputs: Mapping[str, Any] | None = None, *, budget: int | None = None,
-            fmt: Format = "markdown", on_event: EventCallback | None = None) -> Answer:
+            fmt: Format = "markdown", on_event: EventCallback | None = None,
+            confirm: bool = False, plan_only: bool = False) -> Answer:
         """The main job: search, run the chosen group when the context makes it ready (else
-        fall back to single skills), and build the context block."""
+        fall back to single skills), and build the context block.
+
+        A group with side effects (sending mail, writing the user's files, ...) runs only with
+        ``confirm=True`` or when ``allow_effects`` covers them; otherwise the answer carries
+        its plan and ``needs_confirmation``, and nothing runs. ``plan_only``: never run."""
+        self._check_injection(budget, fmt)  # before anything runs
         ctx = self.context(context)
         toolbox = self.search(request, ctx)
         run = None
+        plan = None
+        pending: dict[str, tuple[str, ...]] = {}
         notes: list[str] = []
         choice = toolbox.group
-        if choice is not None and choice.ready:
+        unknown = choice is not None and choice.id.removeprefix("group:") not in \
+            self.library.groups
+        if choice is not None and unknown:
+            # An index built from other folders that nothing re-indexed yet (a server between
+            # a change and its re-index): say so, rather than fail on a group we cannot run.
+            notes.append(f"group '{choice.id.removeprefix('group:')}' is in the index but not "
+                         f"among the valid groups of {', '.join(map(str, self.paths))}; not run "
+                         "(re-index the library)")
+        elif choice is not None and choice.ready:
             group = self.group(choice.id)
             declared = {spec.name for spec in group.inputs}
             values = {k: v for k, v in ctx.values.items() if k in declared}
             values.update(_mapping("inputs", inputs))
-            run = self._runner(on_event).run(group.id, values, dict(ctx.values),
-                                             request=request)
+            pending = {} if confirm else self.unconfirmed_effects(group.id)
+            if plan_only or pending:
+                plan = self.plan(group.id, values, dict(ctx.values))
+                if plan_only:
+                    notes.append(f"group '{choice.name}' planned, not run (plan only)")
+                    pending = {}
+                else:
+                    listed = "; ".join(f"{effect} ({', '.join(names)})"
+                                       for effect, names in pending.items())
+                    notes.append(f"group '{choice.name}' needs confirmation before it runs: "
+                                 f"{listed}; not run (confirm with --yes)")
+            else:
+                run = self._runner(on_event).run(group.id, values, dict(ctx.values),
+                                                 request=request)
         elif choice is not None:
             notes.append(f"group '{choice.name}' needs input: "
                          f"{', '.join(choice.missing_inputs)} (pass them in the context values);"
                          " not run")
-        return Answer(toolbox, run, self._injection(toolbox, run, budget, fmt), tuple(notes))
+        return Answer(toolbox, run, self._injection(toolbox, run, budget, fmt), tuple(notes),
+                      plan, pending)
 
     # -- watching ------------------------------------------------------------------------------
 
@@ -818,6 +942,7 @@ class Skillgrove:
     def watch(self, stop: threading.Event | None = None) -> Watcher:
         """Watch the library folders and re-index changes as they happen (within about a
         second); returns the running :class:`Watcher`."""
+        self.paths  # noqa: B018 - a missing folder is the caller's error, not the thread's
         self.auto_refresh = False
         watcher = Watcher(self, stop or threading.Event())
         watcher.start()
@@ -853,7 +978,7 @@ class Watcher(threading.Thread):
     def run(self) -> None:
         import watchfiles
 
-        roots = [p for p in self.engine.paths if p.exists()]
+        roots = [p for p in self.engine._configured_paths()[0] if p.exists()]
         if not roots:
             self.ready.set()
             return
@@ -895,6 +1020,22 @@ def _skill_files(skill: Skill) -> list[SkillFile]:
             digest = hashlib.sha256(full.read_bytes()).hexdigest()
             out.append(SkillFile(full.relative_to(skill.folder).as_posix(), size, digest))
     return out
+
+
+_GROUP_ID_LINE = re.compile(r"""^id:[ \t]*["']?([^"'\s#]+)""", re.MULTILINE)
+
+
+def _declared_group_id(load: GroupLoad) -> str | None:
+    """The id a group file declares: the parsed one, else its ``id:`` line (a file that is not
+    valid YAML still names its group)."""
+    if load.group is not None:
+        return load.group.id
+    try:
+        text = load.path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = _GROUP_ID_LINE.search(text)
+    return match.group(1) if match else None
 
 
 def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:

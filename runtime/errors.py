@@ -4,19 +4,25 @@
      └── EngineError               something a caller asked for cannot be done; ``code`` is stable
           ├── NotFoundError        no such skill, group, run or file   (code "not_found")
           ├── InvalidRequestError  a parameter is wrong; ``field`` names it (code "invalid_request")
+          │    └── BudgetError     the token budget cannot hold the smallest context block
+          │                        (defined in :mod:`skillgrove.runtime.inject`)
+          ├── ConfirmationRequired a run has side effects nobody confirmed (code
+          │                        "needs_confirmation")
           └── RunError             a run cannot start: bad inputs     (code "run_error",
                                    defined in :mod:`skillgrove.runtime.runner`)
 
-The HTTP API turns ``code`` into the status (404, 422, 400) and every interface carries
+The HTTP API turns ``code`` into the status (404, 422, 409, 400) and every interface carries
 ``{"code", "message", "details"}`` as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from skillgrove.skills.diagnostics import did_you_mean
+from skillgrove.skills.diagnostics import Diagnostic, did_you_mean
 from skillgrove.skills.errors import SkillgroveError
 
 
@@ -45,6 +51,32 @@ class NotFoundError(EngineError):
             message += f" ({guess})"
         return cls(message, {"kind": what, "name": name})
 
+    @classmethod
+    def folders(cls, missing: Sequence[Path], origin: str = "") -> NotFoundError:
+        """``no such folder: ../my-skills`` (``origin`` says where the name came from)."""
+        listed = ", ".join(str(p) for p in missing)
+        plural = "s" if len(missing) > 1 else ""
+        message = f"no such folder{plural}: {listed}" + (f" ({origin})" if origin else "")
+        return cls(message, {"kind": "folder", "name": listed,
+                             "paths": [str(p) for p in missing]})
+
+    @classmethod
+    def with_errors(cls, what: str, name: str, errors: Sequence[Diagnostic],
+                    paths: Sequence[Path], consequence: str = "cannot be used") -> NotFoundError:
+        """A skill or group whose file has errors: how many, the first, and the command that
+        lists them all (``group 'g' has 3 errors and cannot run; the first: g.yaml:6:12:
+        ...``)."""
+        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
+        first = ""
+        if errors:
+            top = errors[0]
+            first = f"; the first: {top.location()}: {top.message}" + (
+                f" ({top.hint})" if top.hint else "")
+        command = " ".join(["skillgrove check", *(shlex.quote(str(p)) for p in paths)])
+        return cls(f"{what} '{name}' has {count} and {consequence}{first}; `{command}` "
+                   "lists them all", {"kind": what, "name": name,
+                                      "errors": [d.to_dict() for d in errors]})
+
 
 class InvalidRequestError(EngineError):
     code = "invalid_request"
@@ -52,3 +84,20 @@ class InvalidRequestError(EngineError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}", {"field": field})
         self.field = field
+
+
+class ConfirmationRequired(EngineError):
+    """A run would change the world (send mail, write files, ...) and the caller has not
+    confirmed it (code "needs_confirmation"); ``details["effects"]`` maps each effect to the
+    skills that have it."""
+
+    code = "needs_confirmation"
+
+    def __init__(self, group: str, effects: Mapping[str, tuple[str, ...]]) -> None:
+        listed = "; ".join(f"{effect} ({', '.join(names)})" for effect, names in effects.items())
+        super().__init__(f"group '{group}' needs confirmation before it runs: {listed}. "
+                         "Confirm it (`--yes`, `confirm: true`) or allow these effects "
+                         "(SKILLGROVE_ALLOW_EFFECTS)",
+                         {"group": group, "effects": {k: list(v) for k, v in effects.items()}})
+        self.group = group
+        self.effects = dict(effects)

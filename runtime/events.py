@@ -1,5 +1,11 @@
 """The one event stream of a run: the CLI's progress display, MCP progress notifications and
-HTTP server-sent events all read these values."""
+HTTP server-sent events all read these values.
+
+What ``data`` carries: ``run_started`` the inputs and the run folder (``run_dir``); a
+``step_finished`` of a step reused by a resumed run ``resumed: true``; the first
+``step_started`` of a step a resumed run could have reused but runs again ``rerun: true``, with
+the reason in ``message``. A cancelled step ends with ``step_failed`` and status ``cancelled``;
+a cancelled run with ``run_finished`` and status ``cancelled``."""
 
 from __future__ import annotations
 

@@ -4,7 +4,12 @@ Every execution gets a timeout that kills the whole process tree (the child runs
 session, and the session's process group is killed), an output cap (reading stops and the tree is
 killed once stdout passes it), a working directory inside the skill folder, and only the
 environment variables the skill declares (``requires.env`` and ``entrypoint.env``) plus a minimal
-base (PATH, HOME, LANG, TMPDIR).
+base (PATH, HOME, LANG, TMPDIR). Cancelling (:class:`Cancel`) kills the tree the same way.
+
+Inside a run, a skill also gets its :class:`Workspace`: ``SKILLGROVE_RUN_DIR`` (the run's own
+folder) and ``SKILLGROVE_STEP_DIR`` (this step's folder inside it, which exists). A skill that
+writes files writes them there unless its inputs name another place; the folder outlives the run,
+so a resumed run still finds them.
 
 A failure is *retryable* when the skill says so: a Python skill raises an exception whose class
 name ends in ``RetryableError`` (or ``ConnectionError``/``TimeoutError``), a command exits with
@@ -26,6 +31,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
@@ -80,15 +86,25 @@ class ExecResult:
 
 
 class Cancel:
-    """A cancellation flag an executor checks, with the process to kill when it is set."""
+    """A cancellation flag an executor checks, with the process to kill when it is set.
+
+    >>> cancel = Cancel()
+    >>> cancel.set("another step failed")
+    >>> cancel.is_set(), cancel.reason
+    (True, 'another step failed')
+    """
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._kill: Callable[[], None] | None = None
         self._lock = threading.Lock()
+        self.reason: str | None = None
+        """Why it was cancelled (the first reason given)."""
 
-    def set(self) -> None:
+    def set(self, reason: str | None = None) -> None:
         with self._lock:
+            if self.reason is None:
+                self.reason = reason
             self._event.set()
             if self._kill is not None:
                 self._kill()
@@ -103,9 +119,25 @@ class Cancel:
                 kill()
 
 
+RUN_DIR_ENV = "SKILLGROVE_RUN_DIR"
+STEP_DIR_ENV = "SKILLGROVE_STEP_DIR"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a step of a run writes: the run's folder and the step's own folder inside it
+    (``<run>/<step>``, ``<run>/<step>/<sub-step>`` in a sub-group)."""
+
+    run_dir: Path
+    step_dir: Path
+
+    def environment(self) -> dict[str, str]:
+        return {RUN_DIR_ENV: str(self.run_dir), STEP_DIR_ENV: str(self.step_dir)}
+
+
 class Executor(Protocol):
     def execute(self, skill: Skill, inputs: Mapping[str, Any], *, timeout: float | None,
-                cancel: Cancel) -> ExecResult: ...
+                cancel: Cancel, workspace: Workspace | None = None) -> ExecResult: ...
 
 
 def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -142,7 +174,7 @@ class SubprocessExecutor:
         self.environ = environ
 
     def execute(self, skill: Skill, inputs: Mapping[str, Any], *, timeout: float | None,
-                cancel: Cancel) -> ExecResult:
+                cancel: Cancel, workspace: Workspace | None = None) -> ExecResult:
         entry = skill.entrypoint
         if entry is None:
             return ExecResult(Outcome.ERROR, error=f"skill '{skill.name}' is instruction-only")
@@ -157,7 +189,10 @@ class SubprocessExecutor:
                         str(skill.folder)]
             else:
                 argv = list(entry.argv)
-            result = self._process(argv, skill, inputs, limit, cancel)
+            env = skill_environment(skill, self.environ)
+            if workspace is not None:
+                env.update(workspace.environment())
+            result = self._process(argv, skill, env, inputs, limit, cancel)
         seconds = time.perf_counter() - started
         if result.ok:
             problem = validate_outputs(skill, result.outputs)
@@ -167,11 +202,11 @@ class SubprocessExecutor:
         return ExecResult(result.outcome, result.outputs, result.error, result.retryable,
                           seconds, result.stderr_tail)
 
-    def _process(self, argv: list[str], skill: Skill, inputs: Mapping[str, Any], limit: float,
-                 cancel: Cancel) -> ExecResult:
+    def _process(self, argv: list[str], skill: Skill, env: Mapping[str, str],
+                 inputs: Mapping[str, Any], limit: float, cancel: Cancel) -> ExecResult:
         try:
             proc = subprocess.Popen(
-                argv, cwd=skill.folder, env=skill_environment(skill, self.environ),
+                argv, cwd=skill.folder, env=dict(env),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True)
         except OSError as exc:
@@ -225,7 +260,8 @@ class SubprocessExecutor:
             err_thread.join(timeout=2)
         tail = bytes(stderr).decode("utf-8", "replace")
         if cancel.is_set():
-            return ExecResult(Outcome.CANCELLED, error="cancelled", stderr_tail=tail[-2000:])
+            return ExecResult(Outcome.CANCELLED, error=_cancelled(cancel),
+                              stderr_tail=tail[-2000:])
         if over_cap:
             return ExecResult(Outcome.ERROR, error=f"output exceeded the {self.output_cap:,}-byte "
                               "cap; the process was killed", stderr_tail=tail[-2000:])
@@ -275,6 +311,10 @@ class SubprocessExecutor:
         return ExecResult(Outcome.SUCCESS, outputs)
 
 
+def _cancelled(cancel: Cancel) -> str:
+    return "cancelled" + (f": {cancel.reason}" if cancel.reason else "")
+
+
 def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
     if last.startswith('{"__skill_error__"'):
@@ -289,6 +329,8 @@ def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
 
 class InProcessExecutor:
     """Runs registered Python functions in this process: for tests, benchmarks and embedding.
+    A function cannot be killed: a cancelled run waits for it to return. It gets no
+    :class:`Workspace` (the environment is the process's own).
 
     >>> executor = InProcessExecutor({"add": lambda a, b: {"sum": a + b}})
     """
@@ -297,7 +339,7 @@ class InProcessExecutor:
         self.functions = dict(functions)
 
     def execute(self, skill: Skill, inputs: Mapping[str, Any], *, timeout: float | None,
-                cancel: Cancel) -> ExecResult:
+                cancel: Cancel, workspace: Workspace | None = None) -> ExecResult:
         func = self.functions.get(skill.name)
         if func is None:
             return ExecResult(Outcome.ERROR, error=f"no function registered for '{skill.name}'")
@@ -321,7 +363,7 @@ class InProcessExecutor:
                                   retryable=True, seconds=time.perf_counter() - started)
         seconds = time.perf_counter() - started
         if cancel.is_set():
-            return ExecResult(Outcome.CANCELLED, error="cancelled", seconds=seconds)
+            return ExecResult(Outcome.CANCELLED, error=_cancelled(cancel), seconds=seconds)
         if "error" in result:
             exc = result["error"]
             name = type(exc).__name__

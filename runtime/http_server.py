@@ -44,6 +44,7 @@ in inputs are the server's: they resolve against its working directory, as in ``
     401   unauthorized                no token, or the wrong one (``WWW-Authenticate: Bearer``)
     404   not_found                   no such skill, group, run, file or route (did-you-mean)
     405   method_not_allowed          the route exists, the method does not
+    409   needs_confirmation          the run has side effects; send ``confirm: true``
     413   body_too_large              the body is over ``max_body`` bytes (default 1 MiB)
     421   invalid_host                no token, and Host or Origin is not a loopback name
     422   invalid_request             a bad field: ``details.field`` names it
@@ -109,7 +110,8 @@ KEEPALIVE_SECONDS = 15.0
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 EVENT_STREAM = "text/event-stream"
 
-_STATUS_BY_CODE = {"not_found": 404, "invalid_request": 422, "run_error": 400}
+_STATUS_BY_CODE = {"not_found": 404, "invalid_request": 422, "run_error": 400,
+                   "needs_confirmation": 409}
 
 
 # -- request bodies ---------------------------------------------------------------------------
@@ -172,6 +174,11 @@ class AskBody(_Body):
         description="Inputs for the chosen group, over those taken from context values.")
     budget: Budget = None
     format: InjectFormat = "markdown"
+    confirm: bool = Field(
+        default=False, description="true runs the chosen group although it has side effects; "
+                                   "without it such a group is planned, not run, and the answer "
+                                   "lists them in needs_confirmation.")
+    plan_only: bool = Field(default=False, description="Plan the chosen group, never run it.")
 
 
 class InjectBody(_Body):
@@ -201,10 +208,18 @@ class RunBody(_Body):
     resume: str | None = Field(
         default=None, description="A run id whose successful steps are reused; its inputs and "
                                   "context apply unless given here.")
+    confirm: bool = Field(
+        default=False, description="true runs it although it has side effects (sends mail, "
+                                   "writes files, ...); without it such a run is refused with "
+                                   "409 needs_confirmation listing the effects.")
 
 
 class SkillRunBody(_Body):
     inputs: dict[str, Any] | None = Field(default=None, description="The skill's parameters.")
+    confirm: bool = Field(
+        default=False, description="true runs it although it has side effects (sends mail, "
+                                   "writes files, ...); without it such a run is refused with "
+                                   "409 needs_confirmation listing the effects.")
 
 
 # -- response shapes (documentation: the views are served as the engine makes them) -----------
@@ -341,7 +356,9 @@ class InjectionView(BaseModel):
     text: str
     tokens: int
     budget: int | None
-    level: str = Field(description="full, summaries, names or truncated.")
+    level: str = Field(description="How far the budget made the block give up sections: "
+                                   "full, menu-names, no-menu, summaries, names, "
+                                   "no-step-outputs, shortened, described.")
     left_out: list[str]
 
 
@@ -350,6 +367,10 @@ class AnswerView(BaseModel):
     run: RunView | None
     injection: InjectionView
     notes: list[str]
+    plan: dict[str, Any] | None = Field(
+        default=None, description="The chosen group's plan when it was not run.")
+    needs_confirmation: dict[str, list[str]] = Field(
+        default_factory=dict, description="Effect -> skills that kept the group from running.")
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -361,7 +382,7 @@ _RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
                          "`Accept: text/event-stream`: 200 and a stream of `event: <kind>` "
                          "frames, then `event: result` with the record.",
           "content": {EVENT_STREAM: {"schema": {"type": "string"}}}},
-    **_errors(400, 404, 422),
+    **_errors(400, 404, 409, 422),
 }
 
 
@@ -688,11 +709,15 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                          "block")
     def ask(body: AskBody) -> Response:
         answer = engine.ask(body.request, _context(body.context), body.inputs,
-                            budget=body.budget, fmt=body.format)
+                            budget=body.budget, fmt=body.format, confirm=body.confirm,
+                            plan_only=body.plan_only)
         return _JSON({"toolbox": engine.views.toolbox(answer.toolbox),
                       "run": answer.run.to_dict() if answer.run is not None else None,
                       "injection": _injection(answer.injection),
-                      "notes": list(answer.notes)})
+                      "notes": list(answer.notes),
+                      "plan": dataclasses.asdict(answer.plan) if answer.plan else None,
+                      "needs_confirmation": {k: list(v) for k, v
+                                             in answer.needs_confirmation.items()}})
 
     @router.post("/inject", response_model=InjectionView, tags=["retrieval"],
                  summary="The context block for a request, a run, or both")
@@ -735,7 +760,7 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                         body: SkillRunBody | None = None) -> Response:
         given = body or SkillRunBody()
         return await _run_response(request, lambda on_event: engine.run_skill(
-            name, given.inputs, on_event=on_event))
+            name, given.inputs, on_event=on_event, confirm=given.confirm))
 
     @router.get("/groups", response_model=GroupList, tags=["groups"],
                 summary="Every group file: valid, serving its last good version, or with "
@@ -749,7 +774,8 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
         found = engine.group(group_id)
         view = next((g for g in engine.groups() if g.get("id") == found.id), None)
         if view is None:  # reloaded between the two calls
-            view = {**group_view(found, engine.library.skills), "status": "valid",
+            view = {**group_view(found, engine.library.skills, engine.library.groups),
+                    "status": "valid",
                     "errors": []}
         return _JSON(view)
 
@@ -767,7 +793,8 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                         body: RunBody | None = None) -> Response:
         given = body or RunBody()
         return await _run_response(request, lambda on_event: engine.run(
-            group_id, given.inputs, given.context, on_event=on_event, resume=given.resume))
+            group_id, given.inputs, given.context, on_event=on_event, resume=given.resume,
+            confirm=given.confirm))
 
     @router.get("/runs", response_model=RunList, tags=["runs"], summary="Recent runs")
     def runs(limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> Response:

@@ -115,6 +115,12 @@ GROUP_URI_PREFIX = "group"
 """``skill://group/<id>/SKILL.md``: the organisational prefix of the generated group skills."""
 MANIFEST_FILE = "_manifest"
 CONTEXT_ARGUMENT = "context"
+CONFIRM_ARGUMENT = "confirm"
+_CONFIRM_SCHEMA = {"type": "boolean", "default": False,
+                   "description": "true runs it although it has side effects (sends mail, "
+                                  "writes files, ...); without it such a run does not start "
+                                  "and the error `needs_confirmation` lists the effects. Ask "
+                                  "the user first."}
 TEXT_LIMIT = 6000
 """Characters of JSON a text rendering shows before it points at the structured content."""
 
@@ -218,6 +224,8 @@ class _Catalog:
     """The group tools whose group declares an input named ``context``."""
     resources: Mapping[str, _Resource]
     skills: tuple[_SkillEntry, ...]
+    confirm_inputs: frozenset[str] = frozenset()
+    """The group tools whose group declares an input named ``confirm``."""
 
     def tool_fingerprint(self) -> list[dict[str, Any]]:
         return [tool.model_dump(by_alias=True, exclude_none=True) for tool in self.tools]
@@ -409,14 +417,14 @@ BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
         _object({"group": {"type": "string", "description": "Group id, e.g. report-analysis."},
                  "inputs": {"type": "object",
                             "description": "The group's inputs (its input_schema)."},
-                 "context": _RUN_CONTEXT_SCHEMA},
+                 "context": _RUN_CONTEXT_SCHEMA, "confirm": _CONFIRM_SCHEMA},
                 ["group"]),
         _RUNS),
     _ToolSpec(
         "run_skill", "Run one skill",
         "Run one executable skill on its own with its inputs (its input_schema).",
         _object({"name": {"type": "string", "description": "Skill name."},
-                 "inputs": {"type": "object"}},
+                 "inputs": {"type": "object"}, "confirm": _CONFIRM_SCHEMA},
                 ["name"]),
         _RUNS),
     _ToolSpec(
@@ -852,6 +860,7 @@ class SkillgroveMCP:
         tools = [spec.tool() for spec in BUILTIN_TOOLS]
         group_tools: dict[str, str] = {}
         context_inputs: set[str] = set()
+        confirm_inputs: set[str] = set()
         for view in self.engine.groups():
             if view.get("status") not in ("valid", "last-good") or not view.get("id"):
                 continue
@@ -865,9 +874,12 @@ class SkillgroveMCP:
                     tool = None
                 else:
                     group_tools[tool] = group.id
-                    tools.append(_group_tool(tool, view, group))
+                    tools.append(_group_tool(tool, view, group,
+                                             self.engine.effects(group.id)))
                     if group.input(CONTEXT_ARGUMENT) is not None:
                         context_inputs.add(tool)
+                    if group.input(CONFIRM_ARGUMENT) is not None:
+                        confirm_inputs.add(tool)
             text = _group_skill_md(view, group, tool).encode("utf-8")
             uri = _group_uri(group.id)
             item = _Resource(uri, group.id, group.description, "text/markdown", len(text),
@@ -875,7 +887,7 @@ class SkillgroveMCP:
             resources[uri] = item
             entries.append(_SkillEntry(uri, frontmatter_of(text.decode("utf-8")), (item,)))
         return _Catalog(library, tuple(tools), group_tools, frozenset(context_inputs), resources,
-                        tuple(entries))
+                        tuple(entries), frozenset(confirm_inputs))
 
     def _skill_entry(self, name: str) -> _SkillEntry:
         details = self.engine.skill(name)
@@ -940,7 +952,9 @@ class SkillgroveMCP:
             # A group that declares an input named "context" takes no separate context.
             context = None if params.name in catalog.context_inputs \
                 else inputs.pop(CONTEXT_ARGUMENT, None)
-            return await self._run(ctx, group_id, inputs, context)
+            confirm = bool(inputs.pop(CONFIRM_ARGUMENT, False)) \
+                if params.name not in catalog.confirm_inputs else False
+            return await self._run(ctx, group_id, inputs, context, confirm)
         except EngineError as exc:
             return _error_result(exc.to_dict())
         except SkillgroveError as exc:
@@ -1049,22 +1063,25 @@ class SkillgroveMCP:
 
     async def _run_group(self, ctx: ServerRequestContext[Any],
                          args: dict[str, Any]) -> types.CallToolResult:
-        return await self._run(ctx, args["group"], args.get("inputs"), args.get("context"))
+        return await self._run(ctx, args["group"], args.get("inputs"), args.get("context"),
+                               bool(args.get(CONFIRM_ARGUMENT, False)))
 
     async def _run(self, ctx: ServerRequestContext[Any], group_id: str,
                    inputs: Mapping[str, Any] | None,
-                   context: Mapping[str, Any] | None) -> types.CallToolResult:
+                   context: Mapping[str, Any] | None, confirm: bool) -> types.CallToolResult:
         group = await anyio.to_thread.run_sync(self.engine.group, group_id)
         record = await self._with_progress(
             ctx, len(group.steps),
-            lambda on_event: self.engine.run(group.id, inputs, context, on_event=on_event))
+            lambda on_event: self.engine.run(group.id, inputs, context, on_event=on_event,
+                                             confirm=confirm))
         return _run_result(record)
 
     async def _run_skill(self, ctx: ServerRequestContext[Any],
                          args: dict[str, Any]) -> types.CallToolResult:
+        confirm = bool(args.get(CONFIRM_ARGUMENT, False))
         record = await self._with_progress(
             ctx, 1, lambda on_event: self.engine.run_skill(args["name"], args.get("inputs"),
-                                                           on_event=on_event))
+                                                           on_event=on_event, confirm=confirm))
         return _run_result(record)
 
     async def _get_run(self, ctx: ServerRequestContext[Any],
@@ -1133,7 +1150,8 @@ def _run_result(record: RunRecord) -> types.CallToolResult:
     return _result(out, render_run(data), error=record.status != "success")
 
 
-def _group_tool(name: str, view: Mapping[str, Any], group: Group) -> types.Tool:
+def _group_tool(name: str, view: Mapping[str, Any], group: Group,
+                effects: Mapping[str, Sequence[str]]) -> types.Tool:
     schema = json.loads(json.dumps(view["input_schema"]))
     properties = schema.setdefault("properties", {})
     keys = context_keys(group)
@@ -1143,10 +1161,15 @@ def _group_tool(name: str, view: Mapping[str, Any], group: Group) -> types.Tool:
             described["description"] = ("The execution context; this group reads "
                                          + ", ".join(keys) + ".")
         properties[CONTEXT_ARGUMENT] = described
+    if effects and CONFIRM_ARGUMENT not in properties:
+        properties[CONFIRM_ARGUMENT] = dict(_CONFIRM_SCHEMA)
     steps = " -> ".join(f"{s.id} ({s.target})" for s in group.steps)
+    changes = (" Side effects: " + "; ".join(f"{e} ({', '.join(n)})" for e, n in effects.items())
+               + "; pass confirm: true once the user agrees.") if effects else ""
     return types.Tool(name=name, title=group.name,
                       description=f"{group.description}\n\nRuns the skillgrove group "
-                                  f"'{group.id}': {steps}. Progress arrives as notifications.",
+                                  f"'{group.id}': {steps}. Progress arrives as notifications."
+                                  f"{changes}",
                       input_schema=schema, annotations=_RUNS,
                       _meta={"skillgrove/group": group.id})
 

@@ -8,6 +8,23 @@ skipped unless they say ``always()`` or ``failure()``. A failed step with ``cont
 counts as done for its dependents. Any other failure stops the run (fail-fast): running steps
 are cancelled (their process trees killed) and nothing new starts.
 
+**Cancelling.** :meth:`Runner.cancel` (or the ``stop`` event a caller passes in) stops a run the
+same way: running steps are killed, nothing new starts, and the run is recorded as
+``cancelled``. :func:`cancel_active_runs` cancels every run of the process (the CLI calls it on
+SIGINT and SIGTERM). A cancelled or failed run can be resumed.
+
+**Resuming.** ``run(..., resume=record)`` takes the stored inputs and context, with any given
+values laid over them, and keeps the run folder. A step that succeeded before is reused when
+it is ready, unless its definition (see :func:`step_definition`) or its resolved inputs
+changed: then it runs again, and its ``step_started`` event and record say why.
+
+**Run folders.** With ``RunOptions.runs_dir`` each run gets ``<runs_dir>/<run id>/`` and each
+step a folder inside it, passed to the skill as its :class:`Workspace`.
+
+**Plans.** :meth:`Runner.plan` assumes that every step that runs succeeds. An ``if`` that reads
+step outputs is neither true nor false before the run: such a step, and what needs it, is
+*decided at run time*, and the plan names the steps it depends on.
+
 >>> runner = Runner(library.groups, library.skills, SubprocessExecutor())
 >>> record = runner.run("report-analysis", {"pdf_path": "q3.pdf"}, {"team_email": "t@x.io"})
 >>> record.status, record.outputs["summary"][:30]
@@ -15,13 +32,16 @@ are cancelled (their process trees killed) and nothing new starts.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import random
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +52,13 @@ from skillgrove.groups.expressions import (
     Call,
     Node,
     StepStatuses,
+    Unary,
     calls,
     evaluate,
     has_expression,
     parse_expression,
     parse_template,
+    references,
     render_value,
     truthy,
 )
@@ -44,7 +66,7 @@ from skillgrove.groups.loader import matches_type
 from skillgrove.groups.model import Group, RetryPolicy, Step
 from skillgrove.runtime.errors import EngineError
 from skillgrove.runtime.events import Event, EventKind, EventSink, ignore
-from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome
+from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome, Workspace
 from skillgrove.skills.errors import ExpressionError
 from skillgrove.skills.model import Skill
 
@@ -64,6 +86,13 @@ class RunOptions:
     """Where relative paths in inputs point (default: the current directory at run time).
     Skills run inside their own folder, so inputs declared ``format: path`` are made absolute
     against this before a skill sees them."""
+    runs_dir: Path | None = None
+    """The parent of the run folders (``<runs_dir>/<run id>/``); None: runs get no folder, and
+    skills that write files fall back to their own defaults."""
+
+
+POLL_SECONDS = 0.1
+"""How often a waiting run looks at its cancel flag."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,12 @@ class PlannedStep:
     inputs: Mapping[str, Any]
     """``with`` resolved as far as inputs and context allow; step outputs stay as expressions."""
     skip_reason: str | None = None
+    """Why the step will not run, when that is known before the run."""
+    decided_at_run_time: bool = False
+    """Whether it runs depends on what earlier steps return (its ``if`` reads their outputs,
+    or a step it needs is itself decided at run time)."""
+    depends_on: tuple[str, ...] = ()
+    """The steps that decide it, when ``decided_at_run_time``."""
 
 
 @dataclass(frozen=True)
@@ -169,22 +204,146 @@ def condition_of(step: Step) -> Node:
     return Binary("&&", implicit, node, 0)
 
 
+@dataclass(frozen=True)
+class _Unknown:
+    """A value the plan cannot know before the run, and the steps it waits for."""
+
+    depends_on: frozenset[str]
+
+
+def _decide(node: Node, scope: Mapping[str, Any], planned: Mapping[str, str],
+            needs: tuple[str, ...]) -> Any:
+    """Evaluate a condition before the run, in three values: a known value, or
+    :class:`_Unknown` when it reads what a step returns. ``planned`` holds each earlier step's
+    state (``runs``, ``skipped`` or ``conditional``); steps that run are taken to succeed.
+    ``unknown && false`` is false and ``unknown || true`` is true, as they will be at run time.
+    """
+    if isinstance(node, Binary) and node.op in ("&&", "||"):
+        left = _decide(node.left, scope, planned, needs)
+        if not isinstance(left, _Unknown):
+            if truthy(left) == (node.op == "||"):
+                return left
+            return _decide(node.right, scope, planned, needs)
+        right = _decide(node.right, scope, planned, needs)
+        if not isinstance(right, _Unknown):
+            if truthy(right) == (node.op == "||"):
+                return right
+            return left
+        return _Unknown(left.depends_on | right.depends_on)
+    if isinstance(node, Unary) and node.op == "!":
+        operand = _decide(node.operand, scope, planned, needs)
+        return operand if isinstance(operand, _Unknown) else not truthy(operand)
+    if isinstance(node, Call) and node.func == "success":
+        states = {n: planned.get(n, "runs") for n in needs}
+        if any(state == "skipped" for state in states.values()):
+            return False
+        pending = frozenset(n for n, state in states.items() if state == "conditional")
+        return _Unknown(pending) if pending else True
+    if isinstance(node, Call) and node.func in ("always", "failure"):
+        return node.func == "always"  # no step that runs fails, in a plan
+    waiting: set[str] = set()
+    for ref in references(node):
+        if ref.root != "steps":
+            continue
+        if not ref.path:  # steps[...] with a computed key: any step it needs may be meant
+            waiting.update(n for n in needs if planned.get(n) != "skipped")
+            continue
+        sid = str(ref.path[0])
+        state = planned.get(sid, "runs")
+        reads_status = len(ref.path) > 1 and ref.path[1] == "status"
+        if state == "conditional" or (state == "runs" and not reads_status):
+            waiting.add(sid)
+    if waiting:
+        return _Unknown(frozenset(waiting))
+    try:
+        return evaluate(node, scope)
+    except ExpressionError:
+        return _Unknown(frozenset(needs))
+
+
+def _plan_scope(values: Mapping[str, Any], context: Mapping[str, Any],
+                planned: Mapping[str, str]) -> dict[str, Any]:
+    """What is known of the steps before the run: a skipped step has no outputs, a step that
+    runs is taken to succeed."""
+    steps: dict[str, Any] = {
+        sid: {"outputs": {}, "status": "skipped" if state == "skipped" else "success"}
+        for sid, state in planned.items() if state != "conditional"}
+    return {"inputs": dict(values), "context": dict(context), "steps": steps}
+
+
+def step_definition(step: Step, skills: Mapping[str, Skill],
+                    groups: Mapping[str, Group]) -> str:
+    """A digest of what a step runs: its target and ``with`` as written, and the skill's
+    ``SKILL.md`` and Python entrypoint file (or the sub-group's file). When and how often it
+    runs (``needs``, ``if``, ``retry``, ``timeout``) is left out: changing those changes no
+    result."""
+    parts: dict[str, Any] = {"kind": step.kind, "target": step.target, "with": step.with_}
+    if step.skill:
+        skill = skills.get(step.skill)
+        if skill is not None:
+            parts["skill"] = skill.content_hash
+            entry = skill.entrypoint
+            if entry is not None and entry.kind == "python":
+                source = skill.folder / entry.target.rsplit(":", 1)[0]
+                with contextlib.suppress(OSError):
+                    parts["source"] = hashlib.sha256(source.read_bytes()).hexdigest()
+    elif step.group:
+        sub = groups.get(step.group.removeprefix("group:"))
+        if sub is not None:
+            parts["group"] = sub.content_hash
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal once both are JSON (a stored record holds lists where a fresh value has tuples)."""
+    def dump(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)
+
+    return dump(a) == dump(b)
+
+
 class _RunState:
-    def __init__(self, group: Group) -> None:
+    def __init__(self, group: Group, previous: RunRecord | None, run_dir: Path | None,
+                 outer: Cancel | None) -> None:
         self.status: dict[str, str] = {s.id: "pending" for s in group.steps}
         self.outputs: dict[str, Mapping[str, Any]] = {}
         self.records: dict[str, StepRecord] = {}
         self.failed: str | None = None
+        self.cancelled: str | None = None
+        """Why the run was cancelled (a signal, the caller, the parent step)."""
         self.cancels: dict[str, Cancel] = {}
         self.lock = threading.Lock()
+        self.previous = previous
+        """The run being resumed: its successful steps may be reused."""
+        self.run_dir = run_dir
+        self.outer = outer
+        """The cancel flag of the step that runs this (sub-)group, if any."""
+
+
+_ACTIVE: dict[int, Runner] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def cancel_active_runs(reason: str) -> int:
+    """Cancel every run in progress in this process; returns how many runs there were.
+    Safe to call from a signal handler: it takes no lock and only sets flags."""
+    runners = list(_ACTIVE.values())
+    for runner in runners:
+        runner.cancel(reason)
+    return len(runners)
 
 
 class Runner:
+    """Runs groups of one library. ``stop``: an event the caller may set (from any thread) to
+    cancel the runs of this runner, as :meth:`cancel` does."""
+
     def __init__(self, groups: Mapping[str, Group], skills: Mapping[str, Skill],
                  executor: Executor, *, run_log: RunLog | None = None, events: EventSink = ignore,
                  options: RunOptions | None = None,
                  sleep: Callable[[float], None] | None = None,
-                 rng: Callable[[], float] = random.random) -> None:
+                 rng: Callable[[], float] = random.random,
+                 stop: threading.Event | None = None) -> None:
         self.groups = groups
         self.skills = skills
         self.executor = executor
@@ -194,6 +353,25 @@ class Runner:
         self.options = options or RunOptions()
         self._sleep = sleep
         self._rng = rng
+        self.stop = stop or threading.Event()
+        self._cancel_reason: str | None = None
+        self._interrupted: BaseException | None = None
+
+    def cancel(self, reason: str = "cancelled by the caller") -> None:
+        """Cancel the runs in progress and any later run of this runner: running steps are
+        killed, nothing new starts, and each run is recorded as ``cancelled``. It only sets a
+        flag (the runs notice within :data:`POLL_SECONDS`), so a signal handler may call it."""
+        if self._cancel_reason is None:
+            self._cancel_reason = reason
+
+    def _cancel_requested(self, state: _RunState) -> str | None:
+        if self._cancel_reason is not None:
+            return self._cancel_reason
+        if self.stop.is_set():
+            return "cancelled by the caller"
+        if state.outer is not None and state.outer.is_set():
+            return state.outer.reason or "the step running this group was cancelled"
+        return None
 
     # -- planning -----------------------------------------------------------------------------
 
@@ -205,80 +383,141 @@ class Runner:
 
     def plan(self, group_id: str, inputs: Mapping[str, Any] | None = None,
              context: Mapping[str, Any] | None = None) -> Plan:
+        """How the group would run: its levels, each step's ``with`` as far as it is known,
+        and whether the step runs, is skipped, or is decided at run time (and by what)."""
         group = self._group(group_id)
         values = resolve_inputs(group, inputs or {})
-        scope = {"inputs": values, "context": dict(context or {}), "steps": {}}
+        ctx = dict(context or {})
         levels = topological_levels(group)
         depth = {sid: i for i, ids in enumerate(levels) for sid in ids}
-        skipped: dict[str, str] = {}
-        planned = []
-        for step in group.steps:
+        steps = {s.id: s for s in group.steps}
+        order = [s.id for s in group.steps]
+        planned: dict[str, str] = {}
+        found: dict[str, PlannedStep] = {}
+        for sid in (sid for ids in levels for sid in ids):
+            step = steps[sid]
+            scope = _plan_scope(values, ctx, planned)
+            decision = _decide(condition_of(step), scope, planned, step.needs)
             reason = None
-            if any(n in skipped for n in step.needs) and step.if_ is None:
-                reason = "a step it needs is skipped"
-            elif step.if_ is not None:
-                try:
-                    node = condition_of(step)
-                    statuses = StepStatuses({n: "success" for n in step.needs})
-                    if not truthy(evaluate(node, scope, statuses)):
-                        reason = f"if {step.if_} is false"
-                except ExpressionError:
-                    reason = None  # depends on step outputs: decided at run time
-            if reason:
-                skipped[step.id] = reason
-            planned.append(PlannedStep(step.id, step.target, step.kind, depth[step.id],
-                                       step.needs, _preview(step.with_, scope), reason))
-        return Plan(group.id, values, levels, tuple(planned))
+            depends_on: tuple[str, ...] = ()
+            if isinstance(decision, _Unknown):
+                planned[sid] = "conditional"
+                depends_on = tuple(sorted(decision.depends_on, key=order.index))
+            elif truthy(decision):
+                planned[sid] = "runs"
+            else:
+                planned[sid] = "skipped"
+                reason = self._skip_reason(step, planned)
+            found[sid] = PlannedStep(step.id, step.target, step.kind, depth[sid], step.needs,
+                                     _preview(step.with_, {**scope, "steps": {}}), reason,
+                                     isinstance(decision, _Unknown), depends_on)
+        return Plan(group.id, values, levels, tuple(found[s.id] for s in group.steps))
+
+    @staticmethod
+    def _skip_reason(step: Step, planned: Mapping[str, str]) -> str:
+        own_status_check = step.if_ is not None and any(
+            c.func in STATUS_FUNCTIONS for c in calls(condition_of(step)))
+        need_skipped = any(planned.get(n) == "skipped" for n in step.needs)
+        if step.if_ is None or (need_skipped and not own_status_check):
+            return "a step it needs is skipped"
+        reason = f"if {step.if_} is false"
+        read = sorted({str(r.path[0]) for r in references(condition_of(step))
+                       if r.root == "steps" and r.path})
+        if read:
+            reason += (", whatever " + " and ".join(f"steps.{sid}" for sid in read)
+                       + (" returns" if len(read) == 1 else " return"))
+        if any(c.func == "failure" for c in calls(condition_of(step))):
+            reason += " (a plan takes the steps it needs to succeed)"
+        return reason
 
     # -- running ------------------------------------------------------------------------------
 
     def run(self, group_id: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, *, resume: RunRecord | None = None,
             request: str | None = None) -> RunRecord:
+        """Run a group and record it. With ``resume``, given inputs and context are laid over
+        the stored ones, the run folder is kept, and unchanged successful steps are reused.
+        A KeyboardInterrupt (or SystemExit) while it waits cancels the run, records it, then
+        propagates."""
         group = self._group(group_id)
         if resume is not None:
-            inputs = dict(resume.inputs) if inputs is None else inputs
-            context = dict(resume.context) if context is None else context
+            if resume.group != group.id:
+                raise RunError(f"run {resume.id} belongs to group '{resume.group}', not "
+                               f"'{group.id}'; resume it with `skillgrove run {resume.group} "
+                               f"--resume {resume.id}`")
+            declared = {spec.name for spec in group.inputs}
+            stored = {k: v for k, v in resume.inputs.items() if k in declared}
+            inputs = {**stored, **(inputs or {})}
+            context = {**resume.context, **(context or {})}
         values = resolve_inputs(group, inputs or {})
         run_id = uuid.uuid4().hex[:12]
-        record = self._run_group(group, values, dict(context or {}), run_id, "", resume, request)
+        run_dir = self._run_dir(run_id, resume)
+        token = object()
+        with _ACTIVE_LOCK:
+            _ACTIVE[id(token)] = self
+        try:
+            state = _RunState(group, resume, run_dir, None)
+            record = self._run_group(group, values, dict(context or {}), run_id, "", state,
+                                     request)
+        finally:
+            with _ACTIVE_LOCK:
+                del _ACTIVE[id(token)]
         if self.run_log is not None:
             self.run_log.record(record)
+        if self._interrupted is not None:
+            interrupted, self._interrupted = self._interrupted, None
+            raise interrupted
         return record
+
+    def _run_dir(self, run_id: str, resume: RunRecord | None) -> Path | None:
+        """The run's folder: the resumed run's (made again if it was deleted), else a new one."""
+        if resume is not None and resume.run_dir:
+            folder = Path(resume.run_dir)
+        elif self.options.runs_dir is not None:
+            folder = self.options.runs_dir / run_id
+        else:
+            return None
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def _emit(self, event: Event) -> None:
         with self._sink_lock:
             self._sink(event)
 
     def _run_group(self, group: Group, values: Mapping[str, Any], context: Mapping[str, Any],
-                   run_id: str, prefix: str, resume: RunRecord | None,
+                   run_id: str, prefix: str, state: _RunState,
                    request: str | None) -> RunRecord:
         started_at = time.time()
         started = time.perf_counter()
-        state = _RunState(group)
-        self._emit(Event(EventKind.RUN_STARTED, run_id, group.id, prefix or None,
-                         data={"inputs": dict(values)}))
-        if resume is not None:
-            for old in resume.steps:
-                if old.status == "success" and old.id in state.status:
-                    state.status[old.id] = "success"
-                    state.outputs[old.id] = dict(old.outputs)
-                    state.records[old.id] = old
-                    self._emit(Event(EventKind.STEP_FINISHED, run_id, group.id,
-                                     prefix + old.id, status="success", seconds=0.0,
-                                     message="reused from run " + resume.id,
-                                     data={"resumed": True}))
+        data: dict[str, Any] = {"inputs": dict(values)}
+        if state.run_dir is not None and not prefix:
+            data["run_dir"] = str(state.run_dir)
+        self._emit(Event(EventKind.RUN_STARTED, run_id, group.id, prefix or None, data=data))
         steps = {s.id: s for s in group.steps}
         with ThreadPoolExecutor(max_workers=max(1, self.options.max_concurrency)) as pool:
             running: dict[Future[StepRecord], str] = {}
             while True:
+                reason = self._cancel_requested(state)
+                if reason is not None and state.cancelled is None:
+                    state.cancelled = reason
+                    with state.lock:
+                        cancels = list(state.cancels.values())
+                    for cancel in cancels:
+                        cancel.set(reason)
                 progressed = self._start_ready(group, steps, state, values, context, run_id,
                                                prefix, pool, running)
                 if not running:
                     if progressed:
                         continue
                     break
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                try:
+                    done, _ = wait(list(running), timeout=POLL_SECONDS,
+                                   return_when=FIRST_COMPLETED)
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    # Stop the steps and record the run before the exception goes on.
+                    self._interrupted = self._interrupted or exc
+                    self.cancel("interrupted")
+                    continue
                 for future in done:
                     sid = running.pop(future)
                     step_record = future.result()
@@ -292,25 +531,35 @@ class Runner:
                             state.failed = sid
                             for other, cancel in state.cancels.items():
                                 if other != sid:
-                                    cancel.set()
+                                    cancel.set("another step failed")
+        stopped = state.failed or state.cancelled
         for sid, status in state.status.items():
             if status == "pending":
-                state.status[sid] = "cancelled" if state.failed else "skipped"
+                state.status[sid] = "cancelled" if stopped else "skipped"
                 state.records[sid] = StepRecord(sid, steps[sid].target, steps[sid].kind,
                                                 state.status[sid])
         outputs, output_error = self._group_outputs(group, values, context, state)
-        status = "failure" if state.failed or output_error else "success"
         error = None
         if state.failed:
+            status = "failure"
             error = f"step '{state.failed}' failed: {state.records[state.failed].error}"
+        elif state.cancelled:
+            status = "cancelled"
+            error = f"cancelled: {state.cancelled}"
         elif output_error:
+            status = "failure"
             error = output_error
+        else:
+            status = "success"
         seconds = time.perf_counter() - started
         self._emit(Event(EventKind.RUN_FINISHED, run_id, group.id, prefix or None,
                          status=status, seconds=seconds, message=error))
+        previous = state.previous
         return RunRecord(run_id, group.id, status, dict(values), dict(context), outputs,
                          tuple(state.records[s.id] for s in group.steps), started_at, seconds,
-                         request, resume.id if resume else None, error)
+                         request, previous.id if previous else None, error,
+                         str(state.run_dir) if state.run_dir is not None and not prefix
+                         else None)
 
     def _scope(self, values: Mapping[str, Any], context: Mapping[str, Any],
                state: _RunState) -> dict[str, Any]:
@@ -322,9 +571,9 @@ class Runner:
                      values: Mapping[str, Any], context: Mapping[str, Any], run_id: str,
                      prefix: str, pool: ThreadPoolExecutor,
                      running: dict[Future[StepRecord], str]) -> bool:
-        """Start (or skip) every step whose needs are settled; True if anything changed."""
+        """Start, skip or reuse every step whose needs are settled; True if anything changed."""
         changed = False
-        if state.failed:
+        if state.failed or state.cancelled:
             return False
         for step in group.steps:
             if state.status[step.id] != "pending":
@@ -355,34 +604,98 @@ class Runner:
                 self._emit(Event(EventKind.STEP_SKIPPED, run_id, group.id, prefix + step.id,
                                  message=reason))
                 continue
+            definition = step_definition(step, self.skills, self.groups)
+            rerun: str | None = None
+            note: str | None = None
+            previous = state.previous
+            earlier = previous.step(step.id) if previous is not None else None
+            if previous is not None and earlier is not None and earlier.status != "success":
+                note = f"not reused: it was {earlier.status} in run {previous.id}".replace(
+                    "was failure", "failed")
+            elif previous is not None and earlier is not None:
+                rerun = note = self._changed(step, earlier, definition, scope, previous)
+                if rerun is None:
+                    reused = f"reused from run {previous.id}"
+                    state.status[step.id] = "success"
+                    state.outputs[step.id] = dict(earlier.outputs)
+                    state.records[step.id] = replace(earlier, note=reused)
+                    self._emit(Event(EventKind.STEP_FINISHED, run_id, group.id,
+                                     prefix + step.id, status="success", seconds=0.0,
+                                     message=reused, data={"resumed": True}))
+                    continue
             state.status[step.id] = "running"
             cancel = Cancel()
-            state.cancels[step.id] = cancel
-            future = pool.submit(self._run_step, group, step, scope, context, run_id, prefix,
-                                 cancel)
+            with state.lock:
+                state.cancels[step.id] = cancel
+            future = pool.submit(self._run_recorded, group, step, scope, context, run_id,
+                                 prefix, cancel, state.run_dir, definition, rerun, note)
             running[future] = step.id
         return changed
 
+    def _changed(self, step: Step, earlier: StepRecord, definition: str,
+                 scope: Mapping[str, Any], previous: RunRecord) -> str | None:
+        """Why a step that succeeded in the resumed run must run again, or None to reuse it.
+        (A record from before digests were kept has none: its inputs alone decide.)"""
+        since = f"since run {previous.id}"
+        if earlier.definition is not None and earlier.definition != definition:
+            return f"re-run: its definition changed {since}"
+        try:
+            inputs = self._step_inputs(step, scope)
+        except ExpressionError:
+            return f"re-run: its inputs cannot be resolved as they were {since}"
+        if _same(inputs, earlier.inputs):
+            return None
+        names = sorted(k for k in {*inputs, *earlier.inputs}
+                       if not _same(inputs.get(k), earlier.inputs.get(k)))
+        return f"re-run: its inputs changed {since} ({', '.join(names)})"
+
+    def _step_inputs(self, step: Step, scope: Mapping[str, Any]) -> dict[str, Any]:
+        """The step's ``with`` rendered, with a skill's path inputs made absolute."""
+        inputs = render_value(dict(step.with_), scope)
+        skill = self.skills.get(step.skill) if step.skill else None
+        if skill is not None and skill.is_executable:
+            inputs = absolute_paths(skill, inputs, self.options.workdir or Path.cwd())
+        return dict(inputs)
+
+    def _run_recorded(self, group: Group, step: Step, scope: Mapping[str, Any],
+                      context: Mapping[str, Any], run_id: str, prefix: str, cancel: Cancel,
+                      run_dir: Path | None, definition: str, changed: str | None,
+                      note: str | None) -> StepRecord:
+        """The step's record with its digest and what the resume did with it (``changed``:
+        why a step that could have been reused runs again, which its start event says too)."""
+        record = self._run_step(group, step, scope, context, run_id, prefix, cancel, run_dir,
+                                changed)
+        return replace(record, definition=definition, note=note)
+
     def _run_step(self, group: Group, step: Step, scope: Mapping[str, Any],
                   context: Mapping[str, Any], run_id: str, prefix: str,
-                  cancel: Cancel) -> StepRecord:
+                  cancel: Cancel, run_dir: Path | None, note: str | None) -> StepRecord:
         name = prefix + step.id
         started_at = time.time()
         started = time.perf_counter()
+        rerun: dict[str, Any] = {"message": note, "data": {"rerun": True}} if note else {}
         try:
-            inputs = render_value(dict(step.with_), scope)
+            inputs = self._step_inputs(step, scope)
         except ExpressionError as exc:
             return self._failed(group, step, name, run_id, {}, f"with: {exc}", 0, started_at,
                                 started)
+        step_dir = run_dir / name if run_dir is not None else None
         if step.group:
             sub = self._group(step.group)
-            self._emit(Event(EventKind.STEP_STARTED, run_id, group.id, name, attempt=1))
+            self._emit(Event(EventKind.STEP_STARTED, run_id, group.id, name, attempt=1,
+                             **rerun))
             try:
                 sub_values = resolve_inputs(sub, inputs)
             except RunError as exc:
                 return self._failed(group, step, name, run_id, inputs, str(exc), 1, started_at,
                                     started)
-            sub_record = self._run_group(sub, sub_values, context, run_id, name + "/", None, None)
+            sub_state = _RunState(sub, None, run_dir, cancel)
+            sub_record = self._run_group(sub, sub_values, context, run_id, name + "/",
+                                         sub_state, None)
+            _remove_if_empty(step_dir)
+            if sub_record.status == "cancelled":
+                return self._cancelled(group, step, name, run_id, inputs, 1, started_at,
+                                       started, sub_state.cancelled or "cancelled")
             if sub_record.status != "success":
                 return self._failed(group, step, name, run_id, inputs,
                                     sub_record.error or "sub-group failed", 1, started_at,
@@ -404,7 +717,21 @@ class Runner:
                              data={"instruction_only": True}))
             return StepRecord(step.id, step.target, "skill", "success", inputs, {}, None, 0,
                               started_at, seconds)
-        inputs = absolute_paths(skill, inputs, self.options.workdir or Path.cwd())
+        workspace = None
+        if run_dir is not None and step_dir is not None:
+            step_dir.mkdir(parents=True, exist_ok=True)
+            workspace = Workspace(run_dir, step_dir)
+        try:
+            return self._attempts(group, step, skill, inputs, name, run_id, cancel, workspace,
+                                  started_at, started, rerun)
+        finally:
+            _remove_if_empty(step_dir)
+
+    def _attempts(self, group: Group, step: Step, skill: Skill, inputs: dict[str, Any],
+                  name: str, run_id: str, cancel: Cancel, workspace: Workspace | None,
+                  started_at: float, started: float,
+                  rerun: Mapping[str, Any]) -> StepRecord:
+        """Execute a skill step, retrying as its policy says."""
         policy = step.retry or RetryPolicy(max_attempts=1)
         timeout = step.timeout or (skill.entrypoint.timeout if skill.entrypoint else None) \
             or self.options.default_timeout
@@ -412,8 +739,11 @@ class Runner:
         result: ExecResult | None = None
         while True:
             attempt += 1
-            self._emit(Event(EventKind.STEP_STARTED, run_id, group.id, name, attempt=attempt))
-            result = self.executor.execute(skill, inputs, timeout=timeout, cancel=cancel)
+            first = rerun if attempt == 1 else {}
+            self._emit(Event(EventKind.STEP_STARTED, run_id, group.id, name, attempt=attempt,
+                             **first))
+            result = self.executor.execute(skill, inputs, timeout=timeout, cancel=cancel,
+                                           workspace=workspace)
             if result.ok:
                 seconds = time.perf_counter() - started
                 self._emit(Event(EventKind.STEP_FINISHED, run_id, group.id, name,
@@ -421,11 +751,8 @@ class Runner:
                 return StepRecord(step.id, step.target, "skill", "success", inputs,
                                   dict(result.outputs), None, attempt, started_at, seconds)
             if result.outcome is Outcome.CANCELLED or cancel.is_set():
-                seconds = time.perf_counter() - started
-                self._emit(Event(EventKind.STEP_FAILED, run_id, group.id, name, attempt=attempt,
-                                 status="cancelled", message="cancelled: another step failed"))
-                return StepRecord(step.id, step.target, "skill", "cancelled", inputs, {},
-                                  "cancelled: another step failed", attempt, started_at, seconds)
+                return self._cancelled(group, step, name, run_id, inputs, attempt, started_at,
+                                       started, cancel.reason or "cancelled")
             if attempt < policy.max_attempts and _retry_applies(policy, result):
                 delay = self._delay(policy, attempt)
                 self._emit(Event(EventKind.STEP_RETRYING, run_id, group.id, name,
@@ -433,8 +760,20 @@ class Runner:
                                  data={"delay": round(delay, 3), "outcome": result.outcome}))
                 if self._wait(delay, cancel):
                     continue
+                return self._cancelled(group, step, name, run_id, inputs, attempt, started_at,
+                                       started, cancel.reason or "cancelled")
             return self._failed(group, step, name, run_id, inputs, result.error or "failed",
                                 attempt, started_at, started)
+
+    def _cancelled(self, group: Group, step: Step, name: str, run_id: str,
+                   inputs: Mapping[str, Any], attempts: int, started_at: float, started: float,
+                   reason: str) -> StepRecord:
+        seconds = time.perf_counter() - started
+        message = f"cancelled: {reason}"
+        self._emit(Event(EventKind.STEP_FAILED, run_id, group.id, name, attempt=attempts,
+                         status="cancelled", message=message, seconds=seconds))
+        return StepRecord(step.id, step.target, step.kind, "cancelled", dict(inputs), {},
+                          message, attempts, started_at, seconds)
 
     def _failed(self, group: Group, step: Step, name: str, run_id: str,
                 inputs: Mapping[str, Any], error: str, attempts: int, started_at: float,
@@ -472,6 +811,13 @@ class Runner:
             return {k: render_value(v, scope) for k, v in group.outputs.items()}, None
         except ExpressionError as exc:
             return {}, f"outputs: {exc}"
+
+
+def _remove_if_empty(folder: Path | None) -> None:
+    """A step that wrote nothing leaves no folder behind."""
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def absolute_paths(skill: Skill, inputs: Mapping[str, Any], workdir: Path) -> dict[str, Any]:

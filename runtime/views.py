@@ -15,6 +15,7 @@ from skillgrove.graph.documents import GROUP_PREFIX
 from skillgrove.graph.model import NodeRecord
 from skillgrove.graph.retrieval import GroupChoice, ScoredSkill, Toolbox
 from skillgrove.graph.runlog import RunRecord
+from skillgrove.groups.library import group_effects
 from skillgrove.groups.model import Group, InputSpec
 from skillgrove.skills.model import Skill
 
@@ -57,6 +58,7 @@ def skill_view(skill: Skill) -> dict[str, Any]:
         "entrypoint": entry.kind if entry is not None else None,
         "available": skill.available,
         "unavailable_reasons": list(skill.availability.reasons),
+        "effects": list(skill.effects),
     }
 
 
@@ -77,10 +79,13 @@ def skill_view_from_record(record: NodeRecord) -> dict[str, Any]:
         "entrypoint": data.get("entrypoint"),
         "available": bool(data.get("available", True)),
         "unavailable_reasons": list(data.get("unavailable_reasons", [])),
+        "effects": list(data.get("effects", [])),
     }
 
 
-def group_view(group: Group, skills: Mapping[str, Skill]) -> dict[str, Any]:
+def group_view(group: Group, skills: Mapping[str, Skill],
+               groups: Mapping[str, Group] | None = None) -> dict[str, Any]:
+    """``effects``: effect -> the skills (sub-groups' too, given ``groups``) that have it."""
     members = [skills[s.skill] for s in group.steps if s.skill and s.skill in skills]
     blocked = [f"{m.name}: {'; '.join(m.availability.reasons)}" for m in members
                if not m.available]
@@ -98,6 +103,8 @@ def group_view(group: Group, skills: Mapping[str, Skill]) -> dict[str, Any]:
         "expose": group.expose,
         "runnable": not blocked,
         "unavailable_reasons": blocked,
+        "effects": {effect: list(names) for effect, names
+                    in group_effects(group, skills, groups or {}).items()},
     }
 
 
@@ -136,7 +143,7 @@ class ToolboxViews:
         group = self.groups.get(gid)
         view: dict[str, Any]
         if group is not None:
-            view = group_view(group, self.skills_by_name)
+            view = group_view(group, self.skills_by_name, self.groups)
         else:
             view = {"id": gid, "name": choice.name, "steps": [], "edges": list(choice.edges)}
         view.update(score=round(choice.score, 4), ready=choice.ready,

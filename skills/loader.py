@@ -44,7 +44,11 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".
 
 SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 EXTENSION_FIELDS = ("version", "tags", "inputs", "outputs", "entrypoint", "requires", "enabled",
-                    "depends_on")
+                    "depends_on", "effects")
+KNOWN_EFFECTS = ("sends-email", "sends-messages", "writes-files", "deletes-files", "network",
+                 "spends-money", "changes-accounts")
+"""The side effects a skill may declare. Another name is kept (and still needs confirmation)
+with a warning, in case it is a typo."""
 KNOWN_FIELDS = SPEC_FIELDS + EXTENSION_FIELDS
 REQUIRES_FIELDS = ("bins", "any_bins", "env", "os", "mcp")
 _REQUIRES_ALIASES = {"anyBins": "any_bins", "any-bins": "any_bins"}
@@ -262,6 +266,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
     requires = _requirements(data, out)
     tags = _string_list(data, "tags", out)
     depends_on = _string_list(data, "depends_on", out)
+    effects = _effects(data, out)
     allowed_tools = _allowed_tools(data, out)
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -297,6 +302,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
         declared_version=str(version) if version is not None else None,
         tags=tags,
         depends_on=depends_on,
+        effects=effects,
         inputs=inputs,
         outputs=outputs,
         entrypoint=entrypoint,
@@ -501,6 +507,20 @@ def _string_list(data: Mapping[str, Any], key: str, out: _Collector,
         out.error("field-type", f"'{format_path(where)}' must be a list of strings", at=where)
         return ()
     return tuple(str(v) for v in value)
+
+
+def _effects(data: Mapping[str, Any], out: _Collector) -> tuple[str, ...]:
+    """``effects``: a list of names, or ``none`` / ``[]`` for a skill that changes nothing."""
+    if isinstance(data.get("effects"), str) and data["effects"].strip().lower() == "none":
+        return ()
+    effects = _string_list(data, "effects", out)
+    for index, effect in enumerate(effects):
+        if effect not in KNOWN_EFFECTS:
+            out.warn("unknown-effect", f"unknown effect '{effect}' (kept: it still needs "
+                     "confirmation)", at=("effects", index),
+                     hint=did_you_mean(effect, KNOWN_EFFECTS)
+                     or "known effects: " + ", ".join(KNOWN_EFFECTS))
+    return tuple(dict.fromkeys(effects))
 
 
 def _allowed_tools(data: Mapping[str, Any], out: _Collector) -> tuple[str, ...]:

@@ -77,6 +77,9 @@ class Skill:
     tags: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     """Names of skills whose results this one needs first (declared prerequisites)."""
+    effects: tuple[str, ...] = ()
+    """What running it changes outside its own run folder (``sends-email``, ``writes-files``,
+    ...; see ``KNOWN_EFFECTS``). A group that holds it runs from ``ask`` only when confirmed."""
     inputs: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
     outputs: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
     entrypoint: Entrypoint | None = None

@@ -7,6 +7,12 @@ text files of the skill folder that could be executed (scripts), not nested skil
 The rules are deliberately about *patterns of harm* (fetch-and-execute, credential theft sent over
 the network, reverse shells, wiping disks), not about tools: ``curl`` alone is fine,
 ``curl ... | sh`` is not.
+
+The same ``prompt-injection`` rule also reads text that is not a skill at all: the outputs of a
+run (a saved web page, an email, a PDF's text) before they are shown to the agent.
+:func:`scan_untrusted_text` applies it together with ``instruction-lookalike``, a rule that only
+makes sense for data — a heading named "Instructions", a ``<system>`` tag, a chat-template token —
+because in a SKILL.md such headings are the point.
 """
 
 from __future__ import annotations
@@ -169,6 +175,28 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
 )
 
+INSTRUCTION_LOOKALIKE = Rule(
+    "instruction-lookalike",
+    Action.WARN,
+    "data that poses as instructions to the agent: a role tag, a chat-template token or a "
+    "heading that addresses the model",
+    _rx(
+        r"</?\s*(system|assistant|developer|user|instructions?|system[_ -]?prompt|tool_call)\s*>",
+        r"<\|\s*(im_start|im_end|system|assistant|user|endoftext|eot_id|start_header_id)\s*\|>",
+        r"\[/?INST\]|<<\s*/?SYS\s*>>",
+        r"^\s{0,3}#{1,6}\s*(new\s+|updated\s+|real\s+|system\s+)?(instructions?|system\s+prompt|"
+        r"system\s+message|developer\s+message|assistant)\s*:?\s*$",
+        r"^\s*(new|updated|real)\s+instructions\s*:",
+        r"\b(reveal|print|repeat|show)\s+(me\s+)?(your|the)\s+(system\s+prompt|hidden\s+"
+        r"instructions)\b",
+        r"\byou\s+are\s+now\s+(in\s+)?(developer|god|jailbreak|dan)\b",
+    ),
+    triggers=("<", "[inst", "#", "instruction", "system prompt", "hidden instructions",
+              "you are now"),
+)
+"""Not in :data:`DEFAULT_RULES`: it is for run outputs, never for SKILL.md (see the module
+docstring)."""
+
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 RULES_BY_ID = {rule.id: rule for rule in DEFAULT_RULES}
@@ -203,6 +231,22 @@ def scan_text(text: str, path: Path, rules: Sequence[Rule]) -> list[Finding]:
             excerpt = text[start : end if end != -1 else len(text)].strip()[:160]
             findings.append(Finding(rule, path, line_no, excerpt))
     return findings
+
+
+UNTRUSTED_TEXT_RULES: tuple[Rule, ...] = (RULES_BY_ID["prompt-injection"], INSTRUCTION_LOOKALIKE)
+
+
+def scan_untrusted_text(text: str, source: str = "<text>",
+                        rules: Sequence[Rule] = UNTRUSTED_TEXT_RULES) -> list[Finding]:
+    """Where ``text`` — data from outside, such as a step's output — looks like instructions to
+    the agent: the ``prompt-injection`` rule of the SKILL.md scan plus ``instruction-lookalike``.
+
+    ``source`` names the text in the findings (``Finding.path``), e.g. ``"page.text"``::
+
+        >>> [f.rule.id for f in scan_untrusted_text("Ignore previous instructions. <system>")]
+        ['prompt-injection', 'instruction-lookalike']
+    """
+    return scan_text(text, Path(source), rules)
 
 
 def _first_hit(rule: Rule, text: str, lowered: str) -> int | None:

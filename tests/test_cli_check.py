@@ -12,7 +12,7 @@ import pytest
 
 from skillgrove.runtime.cli import main
 from skillgrove.runtime.paths import bundled_library
-from tests.helpers import copy_fixture_library, write_group
+from tests.helpers import copy_fixture_library, write_group, write_skill
 
 
 def run(args: list[str]) -> tuple[int, str]:
@@ -83,3 +83,33 @@ def test_console_script_runs_without_traceback(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stdout + result.stderr
     assert "SKILL.md:3:15: error: frontmatter is not valid YAML" in result.stdout
+
+
+def test_a_comparison_that_is_never_true_is_a_warning_with_its_fix(tmp_path: Path) -> None:
+    root = copy_fixture_library(tmp_path)
+    write_skill(root / "skills", "check-text", """
+        ---
+        name: check-text
+        description: Say whether a text is valid.
+        inputs:
+          properties:
+            text: {type: string}
+        outputs:
+          properties:
+            valid: {type: boolean}
+        ---
+        Checks a text.
+        """)
+    path = write_group(root, "guarded.yaml", "id: guarded\ndescription: d\nexamples: [x]\n"
+                       "steps:\n  - id: check\n    skill: check-text\n    with: {text: t}\n"
+                       "  - id: s\n    skill: summarize-text\n    needs: [check]\n"
+                       "    if: ${{ steps.check.outputs.valid == 'true' }}\n"
+                       "    with: {text: t}\n")
+    code, text = run(["check", str(root)])
+    assert code == 0, text  # warnings leave the library valid
+    assert (f"{path}:11:13: warning: steps[1].if: steps.check.outputs.valid == 'true' is never "
+            "true: steps.check.outputs.valid is a boolean and 'true' is a string (compare with "
+            "true, not 'true') [never-equal]") in text.splitlines()
+    assert "3 group files: 3 valid" in text and "0 errors, 1 warnings" in text
+    quiet_code, quiet = run(["check", str(root), "--quiet"])
+    assert quiet_code == 0 and "never-equal" not in quiet

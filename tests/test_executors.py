@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from skillgrove.groups import load_library
-from skillgrove.runtime.executors import Cancel, Outcome, SubprocessExecutor
+from skillgrove.runtime.executors import Cancel, Outcome, SubprocessExecutor, Workspace
 from skillgrove.runtime.runner import EventRecorder, Runner
 from skillgrove.skills import load_skill
 from skillgrove.skills.model import Skill
@@ -71,6 +71,32 @@ def test_output_schema_is_enforced(tmp_path: Path) -> None:
     assert result.outcome is Outcome.ERROR
     assert result.error == ("output does not match the declared schema at count: 'many' is not "
                             "of type 'integer'")
+
+
+def test_a_step_is_told_its_run_folder_and_its_own_folder(tmp_path: Path) -> None:
+    where = skill(tmp_path, "where", 'entrypoint: {python: "main.py:run"}', {"main.py": """
+        import os
+        def run():
+            return {k: os.environ.get(k) for k in ("SKILLGROVE_RUN_DIR", "SKILLGROVE_STEP_DIR")}
+        """})
+    run_dir, step_dir = tmp_path / "runs" / "r1", tmp_path / "runs" / "r1" / "step"
+    inside = SubprocessExecutor().execute(where, {}, timeout=30, cancel=Cancel(),
+                                          workspace=Workspace(run_dir, step_dir))
+    assert inside.outputs == {"SKILLGROVE_RUN_DIR": str(run_dir),
+                              "SKILLGROVE_STEP_DIR": str(step_dir)}
+    alone = SubprocessExecutor().execute(where, {}, timeout=30, cancel=Cancel())
+    assert alone.outputs == {"SKILLGROVE_RUN_DIR": None, "SKILLGROVE_STEP_DIR": None}
+
+
+def test_cancel_kills_the_tree_and_says_why(tmp_path: Path) -> None:
+    hang = skill(tmp_path, "hang", "entrypoint: {command: [sleep, '300']}", {})
+    cancel = Cancel()
+    threading.Timer(0.5, cancel.set, args=("the run was interrupted",)).start()
+    started = time.perf_counter()
+    result = SubprocessExecutor().execute(hang, {}, timeout=60, cancel=cancel)
+    assert time.perf_counter() - started < 10
+    assert (result.outcome, result.error) == (Outcome.CANCELLED,
+                                              "cancelled: the run was interrupted")
 
 
 def test_command_entrypoint_gets_only_declared_environment(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from skillgrove.groups import load_library
-from tests.helpers import copy_fixture_library, write_group
+from tests.helpers import copy_fixture_library, write_group, write_skill
 
 HEAD = "id: g\ndescription: d\nexamples: [e]\n"
 # Each case: (name, group YAML, rule, line, column, exact message, hint or None)
@@ -198,3 +198,115 @@ def test_sub_group_enum_is_checked(tmp_path: Path) -> None:
     errors = load_library([root]).errors
     assert [(d.rule, d.line) for d in errors] == [("type-mismatch", 7)]
     assert "'zzz' is not one of ['low', 'high']" in errors[0].message
+
+
+# -- comparisons the declared types already decide (warnings: the group stays valid) ----------
+
+CHECK_SKILL = """
+    ---
+    name: check-text
+    description: Check a text and say whether it is valid.
+    inputs:
+      properties:
+        text: {type: string}
+      required: [text]
+    outputs:
+      properties:
+        valid: {type: boolean}
+        count: {type: integer}
+        label: {type: string}
+        tags: {type: array}
+    ---
+    Checks a text.
+    """
+GUARDED = (HEAD + "inputs:\n  dry: {type: boolean, default: false}\nsteps:\n"
+           "  - id: check\n    skill: check-text\n    with: {text: t}\n"
+           "  - id: s\n    skill: summarize-text\n    needs: [check]\n")
+# Each case: (name, the rest of step 's', rule, line, column, exact message, hint)
+WARNING_CASES = [
+    ("boolean output compared with 'true'",
+     "    if: ${{ steps.check.outputs.valid == 'true' }}\n    with: {text: t}\n",
+     "never-equal", 13, 13,
+     "steps[1].if: steps.check.outputs.valid == 'true' is never true: "
+     "steps.check.outputs.valid is a boolean and 'true' is a string",
+     "compare with true, not 'true'"),
+    ("the same without ${{ }}, and != is always true",
+     "    if: \"steps.check.outputs.valid != 'false'\"\n    with: {text: t}\n",
+     "never-equal", 13, 10,
+     "steps[1].if: steps.check.outputs.valid != 'false' is always true: "
+     "steps.check.outputs.valid is a boolean and 'false' is a string",
+     "compare with false, not 'false'"),
+    ("a comparison inside a larger condition",
+     "    if: ${{ success() && (steps.check.outputs.count == '3') }}\n    with: {text: t}\n",
+     "never-equal", 13, 27,
+     "steps[1].if: steps.check.outputs.count == '3' is never true: "
+     "steps.check.outputs.count is a number and '3' is a string",
+     "compare with 3, not '3'"),
+    ("number compared with a word",
+     "    with:\n      text: \"many: ${{ steps.check.outputs.count == 'many' }}\"\n",
+     "never-equal", 14, 24,
+     "steps[1].with.text: steps.check.outputs.count == 'many' is never true: "
+     "steps.check.outputs.count is a number and 'many' is a string",
+     "compare values of the same type, or convert one with string() or number()"),
+    ("number ordered against a word",
+     "    if: ${{ steps.check.outputs.count > 'many' }}\n    with: {text: t}\n",
+     "cannot-order", 13, 13,
+     "steps[1].if: steps.check.outputs.count > 'many' fails when it runs: "
+     "steps.check.outputs.count is a number and 'many' is a string, which '>' cannot order",
+     "compare values of the same type, or convert one with string() or number()"),
+    ("boolean group input compared with 'yes'",
+     "    if: ${{ inputs.dry == 'yes' }}\n    with: {text: t}\n",
+     "never-equal", 13, 13,
+     "steps[1].if: inputs.dry == 'yes' is never true: inputs.dry is a boolean and 'yes' is "
+     "a string", "compare values of the same type, or convert one with string() or number()"),
+    ("string output compared with true",
+     "    if: ${{ steps.check.outputs.label == true }}\n    with: {text: t}\n",
+     "never-equal", 13, 13,
+     "steps[1].if: steps.check.outputs.label == true is never true: "
+     "steps.check.outputs.label is a string and true is a boolean",
+     "compare with 'true', not true"),
+    ("list compared with one of its items",
+     "    if: ${{ steps.check.outputs.tags == 'urgent' }}\n    with: {text: t}\n",
+     "never-equal", 13, 13,
+     "steps[1].if: steps.check.outputs.tags == 'urgent' is never true: "
+     "steps.check.outputs.tags is an array and 'urgent' is a string",
+     "to ask whether a list holds a value, use contains(list, value)"),
+]
+
+
+@pytest.mark.parametrize(("case", "step", "rule", "line", "column", "message", "hint"),
+                         WARNING_CASES, ids=[c[0] for c in WARNING_CASES])
+def test_comparison_warning(tmp_path: Path, case: str, step: str, rule: str, line: int,
+                            column: int, message: str, hint: str) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    write_skill(root / "skills", "check-text", CHECK_SKILL)
+    path = write_group(root, "g.yaml", GUARDED + step)
+    library = load_library([root])
+    found = [d for d in library.diagnostics if d.path == path]
+    assert [(d.severity.value, d.rule, d.line, d.column, d.message, d.hint) for d in found] == [
+        ("warning", rule, line, column, message, hint)], case
+    assert "g" in library.groups  # a warning does not make the group invalid
+
+
+@pytest.mark.parametrize("condition", [
+    "steps.check.outputs.valid == true",
+    "steps.check.outputs.valid != false",
+    "string(steps.check.outputs.valid) == 'true'",
+    "steps.check.outputs.count >= 2",
+    "steps.check.outputs.count == 2.5",
+    "steps.check.outputs.label == 'ok'",
+    "steps.check.outputs.label < 'm'",
+    "steps.check.outputs.valid == null",
+    "steps.check.status == 'success'",
+    "context.approved == 'true'",
+    "contains(steps.check.outputs.tags, 'urgent')",
+    "inputs.dry == false",
+])
+def test_comparisons_the_types_allow_are_not_flagged(tmp_path: Path, condition: str) -> None:
+    root = copy_fixture_library(tmp_path / "lib")
+    write_skill(root / "skills", "check-text", CHECK_SKILL)
+    path = write_group(root, "g.yaml", GUARDED + f"    if: ${{{{ {condition} }}}}\n"
+                       "    with: {text: t}\n")
+    library = load_library([root])
+    assert [d.format() for d in library.diagnostics if d.path == path] == []
+    assert "g" in library.groups

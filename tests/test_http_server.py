@@ -46,7 +46,8 @@ GROUP_REQUEST = "summarize the quarterly report PDF and email the key numbers to
 FALLBACK_REQUEST = "translate this paragraph into German"
 TOKEN = "s3cret-token"
 REPORT_RUN = {"inputs": {"pdf_path": REPORT},
-              "context": {"team_email": "team@larkspur.example", "report_name": "Q3 2024"}}
+              "context": {"team_email": "team@larkspur.example", "report_name": "Q3 2024"},
+              "confirm": True}  # the group sends mail
 
 
 # -- servers --------------------------------------------------------------------------------------
@@ -225,12 +226,30 @@ def test_ask_runs_the_chosen_group_and_injects_the_results(client: httpx.Client,
                                                             server: Server) -> None:
     values = {"pdf_path": REPORT, "team_email": "ask@larkspur.example", "report_name": "Ask"}
     response = client.post("/v1/ask", json={"request": GROUP_REQUEST,
-                                            "context": {"values": values}})
+                                            "context": {"values": values}, "confirm": True})
     answer = AnswerView.model_validate(response.json())
     assert answer.toolbox.shape == "group"
     assert answer.run is not None and answer.run.status == "success"
     assert answer.run.id in answer.injection.text
     assert any("ask@larkspur.example" in p.read_text() for p in server.outbox.glob("*.eml"))
+
+
+def test_ask_plans_a_group_with_effects_until_it_is_confirmed(client: httpx.Client,
+                                                               server: Server) -> None:
+    values = {"pdf_path": REPORT, "team_email": "unconfirmed@larkspur.example"}
+    for _ in range(2):  # asking twice sends nothing twice
+        answer = client.post("/v1/ask", json={"request": GROUP_REQUEST,
+                                              "context": {"values": values}}).json()
+        assert answer["run"] is None
+        assert answer["needs_confirmation"] == {"sends-email": ["send-email"]}
+        assert answer["plan"]["group"] == "report-analysis"
+    assert not [p for p in server.outbox.glob("*.eml") if "unconfirmed@" in p.read_text()]
+    refused = client.post("/v1/groups/report-analysis/runs",
+                          json={**REPORT_RUN, "confirm": False})
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["code"] == "needs_confirmation"
+    assert error["details"]["effects"] == {"sends-email": ["send-email"]}
 
 
 # -- the library ----------------------------------------------------------------------------------
@@ -350,7 +369,8 @@ def test_a_run_that_cannot_start_is_refused_before_the_stream_opens(
 
 def test_resume_reuses_the_successful_steps(client: httpx.Client) -> None:
     first = client.post("/v1/groups/report-analysis/runs", json=REPORT_RUN).json()
-    again = client.post("/v1/groups/report-analysis/runs", json={"resume": first["id"]})
+    again = client.post("/v1/groups/report-analysis/runs",
+                        json={"resume": first["id"], "confirm": True})
     assert again.status_code == 201
     resumed = RunView.model_validate(again.json())
     assert resumed.resumed_from == first["id"] and resumed.status == "success"

@@ -1,4 +1,7 @@
-"""Injection: results with provenance, instructions by importance, a budget that degrades."""
+"""Injection: results with provenance, instructions by importance, a budget that degrades.
+
+The block's treatment of run values (fencing, describing, deduplication, the hard budget) on
+real runs of the bundled library is in ``test_inject_block.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from skillgrove.graph import EmbeddedStore, Retriever, index_library
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.runlog import RunRecord, StepRecord
 from skillgrove.groups import load_library
-from skillgrove.runtime.inject import build_injection, count_tokens
+from skillgrove.runtime.inject import STAGES, BudgetError, build_injection, count_tokens
 from tests.helpers import copy_fixture_library
 
 REPORT_REQUEST = "summarize the quarterly report PDF and email the key numbers to my team"
@@ -33,7 +36,8 @@ def run_record() -> RunRecord:
                    {"metrics": [{"label": "revenue", "value": 4.2}]}),
         StepRecord("summarize", "summarize-text", "skill", "success", {},
                    {"summary": "Revenue grew 12%."}),
-        StepRecord("notify", "send-email", "skill", "failure", {}, {}, "SMTP refused"),
+        StepRecord("notify", "send-email", "skill", "failure",
+                   {"to": "team@example.com", "body": "Revenue grew 12%."}, {}, "SMTP refused"),
     )
     return RunRecord("r1", "report-analysis", "failure", {"pdf_path": "q3.pdf"}, {},
                      {"summary": "Revenue grew 12%."}, steps, 0.0, 1.0,
@@ -47,8 +51,13 @@ def test_results_carry_provenance_and_instructions_follow(setup) -> None:  # typ
     text = injection.text
     assert "Group **Report analysis and notification**" in text
     assert "- **summary** (group output): Revenue grew 12%." in text
-    assert "- `metrics.metrics` (from step `metrics`, skill `extract-metrics`)" in text
     assert "- step `notify` (send-email): failure — SMTP refused" in text
+    # the failed step's inputs explain the failure; the successful steps' outputs are
+    # intermediate and stay in the run record
+    assert "### Step `notify` (skill `send-email`)" in text
+    assert "- `notify` input `to`: team@example.com" in text
+    assert "metrics.metrics" not in text and "Revenue grew 12% to 4.2M." not in text
+    assert "extract_text" not in text
     # the step that did not complete gets its full instructions, {baseDir} resolved
     folder = library.skills["send-email"].folder
     assert "### send-email" in text and f"Templates live in {folder}/templates." in text
@@ -65,26 +74,43 @@ def test_fallback_lists_full_text_for_top_skills_and_a_menu(setup) -> None:  # t
     assert text.startswith("# Toolbox for: translate this paragraph into German")
     assert "No prebuilt group fits" in text
     assert "### translate-text" in text and "Translate faithfully" in text
-    assert "## Also available" in text
+    # the runner-up scores half of translate-text: too far below to be worth listing
+    assert "## Also available" not in text and "summarize-text" not in text
 
 
-def test_budget_degrades_in_steps_and_says_what_it_left_out(setup) -> None:  # type: ignore[no-untyped-def]
+def test_budget_degrades_in_stages_and_says_what_it_left_out(setup) -> None:  # type: ignore[no-untyped-def]
     library, retriever = setup
     toolbox = retriever.search(REPORT_REQUEST)
     skills = library.catalog.by_id()
     full = build_injection(toolbox, skills, run_record())
-    levels = []
-    for budget in (full.tokens, full.tokens - 5, 200, 120, 10):
-        injection = build_injection(toolbox, skills, run_record(), budget=budget)
-        levels.append(injection.level)
-        if injection.level != "truncated" or budget >= injection.tokens:
-            assert injection.tokens <= budget
-    assert levels[0] == "full"
-    assert levels[1] in ("summaries", "names")
-    assert levels[-1] == "truncated"
+    assert full.level == "full"
+    order = [stage.level for stage in STAGES]
+    reached = []
+    for budget in range(full.tokens, 0, -10):
+        try:
+            injection = build_injection(toolbox, skills, run_record(), budget=budget)
+        except BudgetError as exc:
+            assert exc.details["minimum"] > budget and exc.field == "budget"
+            break
+        assert injection.tokens <= budget and injection.tokens == count_tokens(injection.text)
+        reached.append(injection.level)
+    else:
+        raise AssertionError("no budget was too small")
+    assert reached == sorted(reached, key=order.index)  # stages only ever go further
+    assert {"summaries", "names"} <= set(reached)
     summarized = build_injection(toolbox, skills, run_record(), budget=full.tokens - 5)
-    assert "Left out to fit the token budget" in summarized.text
-    assert summarized.left_out
+    assert "Left out to fit the token budget: full instructions of" in summarized.text
+    assert summarized.left_out and summarized.level == "summaries"
+
+
+def test_a_budget_below_one_token_is_refused(setup) -> None:  # type: ignore[no-untyped-def]
+    from skillgrove.runtime.errors import InvalidRequestError
+
+    library, retriever = setup
+    toolbox = retriever.search(REPORT_REQUEST)
+    for budget in (0, -5):
+        with pytest.raises(InvalidRequestError, match="budget: must be a positive number"):
+            build_injection(toolbox, library.catalog.by_id(), budget=budget)
 
 
 def test_xml_catalog_format(setup) -> None:  # type: ignore[no-untyped-def]

@@ -274,6 +274,7 @@ def test_the_tools_include_each_exposed_group_with_its_input_schema(mcp: Connect
     properties = dict(schema["properties"])
     context = properties.pop("context")
     assert context["type"] == "object" and "team_email" in context["description"]
+    assert properties.pop("confirm")["type"] == "boolean"  # the group sends mail
     declared = next(g for g in mcp.data("list_groups")["groups"] if g["id"] == "report-analysis")
     assert {**schema, "properties": properties} == declared["input_schema"]
     assert set(properties) == {"pdf_path", "max_metrics", "summary_sentences"}
@@ -321,10 +322,29 @@ def test_get_skill_returns_instructions_and_files_with_digests(mcp: Connected) -
     assert main["uri"] == "skill://pdf-to-text/main.py"
 
 
+def test_a_group_with_effects_runs_only_when_confirmed(mcp: Connected) -> None:
+    arguments = {"group": "csv-cleanup",
+                 "inputs": {"csv_path": str(mcp.library / "samples" / "customers_messy.csv"),
+                            "output_dir": str(mcp.root / "unconfirmed"),
+                            "notify_email": "crm@example.com"}}
+    mails = set((mcp.root / "outbox").glob("*.eml"))
+    refused = mcp.call("run_group", arguments)
+    assert refused.is_error
+    assert isinstance(refused.structured_content, dict)
+    error = refused.structured_content["error"]
+    assert error["code"] == "needs_confirmation"
+    assert error["details"]["effects"] == {"sends-email": ["send-email"]}
+    assert not (mcp.root / "unconfirmed").exists()
+    assert set((mcp.root / "outbox").glob("*.eml")) == mails
+    tool = mcp.tools()["group_report_analysis"]
+    assert "confirm" in tool.input_schema["properties"]
+    assert "sends-email (send-email)" in (tool.description or "")
+
+
 def test_a_group_run_reports_every_event_as_progress(mcp: Connected) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
     result = mcp.call("run_group", {
-        "group": "csv-cleanup",
+        "group": "csv-cleanup", "confirm": True,
         "inputs": {"csv_path": str(mcp.library / "samples" / "customers_messy.csv"),
                    "output_dir": str(mcp.root / "clean"), "notify_email": "crm@example.com"}},
         progress=progress)
@@ -350,7 +370,8 @@ def test_an_exposed_group_runs_as_its_own_tool(mcp: Connected) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
     result = mcp.call("group_report_analysis", {
         "pdf_path": str(mcp.library / "samples" / "quarterly_report.pdf"), "max_metrics": 3,
-        "context": {"team_email": "team@example.com", "report_name": "Q3 2024"}},
+        "context": {"team_email": "team@example.com", "report_name": "Q3 2024"},
+        "confirm": True},
         progress=progress)
     assert not result.is_error, result.content
     run = result.structured_content
@@ -374,7 +395,7 @@ def test_a_skill_runs_on_its_own_and_its_run_is_kept(mcp: Connected) -> None:
 
 def test_inject_returns_the_block_within_the_budget(mcp: Connected) -> None:
     run = mcp.data("run_group", {
-        "group": "report-analysis",
+        "group": "report-analysis", "confirm": True,
         "inputs": {"pdf_path": str(mcp.library / "samples" / "quarterly_report.pdf")}})
     full = mcp.data("inject", {"request": REPORT_REQUEST, "run_id": run["run_id"]})
     assert full["level"] == "full" and f"## Results (run {run['run_id']}" in full["text"]

@@ -442,3 +442,69 @@ def test_plan_shows_levels_inputs_and_skips() -> None:
         "check": None, "escalate": "if ${{ inputs.urgent }} is false",
         "after_escalate": "a step it needs is skipped", "report": None}
     assert plan.inputs == {"urgent": False}
+
+
+CHANGING = """
+id: changing
+description: d
+examples: [e]
+inputs:
+  left: {type: string, required: true}
+  right: {type: string, required: true}
+steps:
+  - id: left
+    skill: emit
+    with: {value: "${{ inputs.left }}"}
+  - id: right
+    skill: emit
+    with: {value: "${{ inputs.right }}"}
+  - id: last
+    skill: boom
+    needs: [left, right]
+outputs: {v: "${{ steps.last.outputs.value }}"}
+"""
+
+
+def test_resume_lays_given_inputs_over_the_stored_ones_and_reruns_what_they_change() -> None:
+    funcs = Functions()
+    runner, events = runner_for([group(CHANGING)], funcs)
+    failed = runner.run("changing", {"left": "L", "right": "R"})
+    assert failed.status == "failure"
+    funcs.boom = False
+    resumed = runner.run("changing", {"right": "R2"}, resume=failed)
+    assert resumed.status == "success"
+    assert resumed.inputs == {"left": "L", "right": "R2"}
+    assert funcs.calls["emit"] == 3, "left is reused, right runs again"
+    notes = {s.id: s.note for s in resumed.steps}
+    assert notes == {"left": f"reused from run {failed.id}",
+                     "right": f"re-run: its inputs changed since run {failed.id} (value)",
+                     "last": f"not reused: it failed in run {failed.id}"}
+    started = [e for e in events.events if e.run_id == resumed.id
+               and e.kind.value == "step_started" and e.data.get("rerun")]
+    assert [(e.step, e.message) for e in started] == [("right", notes["right"])]
+
+
+def test_resume_reruns_a_step_whose_definition_changed() -> None:
+    funcs = Functions()
+    runner, events = runner_for([group(RESUME)], funcs)
+    failed = runner.run("resume")
+    # The same value written another way: the inputs are equal, the definition is not.
+    edited = RESUME.replace("with: {value: one}", "with: {value: \"${{ 'one' }}\"}")
+    runner, events = runner_for([group(edited)], funcs)
+    funcs.boom = False
+    resumed = runner.run("resume", resume=failed)
+    assert resumed.status == "success" and funcs.calls["emit"] == 2
+    first = resumed.step("first")
+    assert first is not None and first.note == f"re-run: its definition changed since run " \
+        f"{failed.id}"
+    assert first.definition != failed.step("first").definition  # type: ignore[union-attr]
+    assert not [e for e in events.events if e.data.get("resumed")]
+
+
+def test_resume_under_another_group_names_the_runs_group() -> None:
+    runner, _ = runner_for([group(RESUME), group(LINEAR)], Functions())
+    failed = runner.run("resume")
+    with pytest.raises(RunError, match=f"run {failed.id} belongs to group 'resume', not "
+                                       f"'linear'; resume it with `skillgrove run resume "
+                                       f"--resume {failed.id}`"):
+        runner.run("linear", resume=failed)

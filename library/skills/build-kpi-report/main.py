@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -15,8 +16,7 @@ def run(title: str = "Weekly KPI report", headline: str = "", period: str = "",
         stats_table: list[dict[str, Any]] | None = None,
         alerts: list[dict[str, Any]] | None = None, chart_path: str = "",
         output_dir: str = "") -> dict[str, Any]:
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-kpi-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-kpi-")
     folder.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title or 'KPI report'}", ""]
     if period:
@@ -70,3 +70,9 @@ def _num(value: Any, sign: bool = False) -> str:
         return str(value)
     text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0")
     return ("+" + text if sign and value > 0 else text)
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -46,8 +47,7 @@ def run(entries: list[dict[str, Any]], by_project: list[dict[str, Any]] | None =
     lines += ["", "## 下周计划", ""]
     lines += [f"- {p}" for p in plans or []] or ["- 待定"]
     markdown = "\n".join(lines) + "\n"
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-weekly-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-weekly-")
     folder.mkdir(parents=True, exist_ok=True)
     stamp = re.sub(r"[^0-9-]", "", end_date or start_date) or "weekly"
     path = folder / f"weekly-report-{stamp}.md"
@@ -67,3 +67,9 @@ def _totals(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _hours(value: float) -> str:
     return f"{value:g}"
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

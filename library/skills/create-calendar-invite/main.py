@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -55,8 +56,7 @@ def run(title: str, start: str, duration_minutes: int = 30, timezone: str = "UTC
     lines += ["END:VEVENT", "END:VCALENDAR"]
     content = "".join(_fold(line) + "\r\n" for line in lines)
 
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-ics-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-ics-")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / filename
     path.write_bytes(content.encode("utf-8"))
@@ -116,3 +116,9 @@ def _fold(line: str) -> str:
         size += width
     out.append(current)
     return "\r\n ".join(out)
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +22,8 @@ def run(ticket_id: str, priority: str, summary: str, category: str = "general",
         raise ValueError(f"priority: expected urgent, high, normal or low, not {priority!r}")
     if not str(summary or "").strip():
         raise ValueError("summary: say what is wrong and what the customer needs")
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-escalations-"))
+    folder = (Path(output_dir).expanduser() if output_dir
+              else _default_folder("skillgrove-escalations-"))
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / LOG_NAME
     existing = _read(log)
@@ -63,3 +64,9 @@ def _read(log: Path) -> list[dict[str, Any]]:
             raise ValueError(f"output_dir: {log} line {number} is not valid JSON ({exc.msg}); "
                              "fix or move the file") from exc
     return records
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

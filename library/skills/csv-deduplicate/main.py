@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,7 @@ def run(path: str, key_columns: list[str] | None = None, keep: str = "first",
         kept.append(row)
     if keep == "last":
         kept.reverse()
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-csv-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-csv-")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{source.stem.removesuffix('.normalized')}.deduplicated.csv"
     with target.open("w", encoding="utf-8", newline="") as handle:
@@ -55,3 +55,9 @@ def run(path: str, key_columns: list[str] | None = None, keep: str = "first",
     repeated = [" | ".join(k) for k, n in seen.items() if n > 1][:50]
     return {"path": str(target), "rows_in": len(rows), "rows_out": len(kept),
             "duplicates_removed": len(rows) - len(kept), "duplicate_keys": repeated}
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
 import tempfile
 from datetime import date, datetime
@@ -50,8 +51,7 @@ def run(path: str, day_first: bool = False, output_dir: str = "") -> dict[str, A
             changes[name] = changed
         cleaned_columns.append(column)
     cleaned = [list(cells) for cells in zip(*cleaned_columns, strict=True)] if rows else []
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-csv-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-csv-")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{source.stem}.normalized.csv"
     with target.open("w", encoding="utf-8", newline="") as handle:
@@ -141,3 +141,9 @@ def _unique(names: list[str]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
     return out
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
 import tempfile
 from datetime import date
@@ -41,8 +42,7 @@ def run(path: str, rules: dict[str, Any] | None = None, output_dir: str = "") ->
             rejected.append({**row, "errors": "; ".join(messages)})
         else:
             valid.append(row)
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-csv-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-csv-")
     folder.mkdir(parents=True, exist_ok=True)
     valid_path, rejected_path = folder / "valid.csv", folder / "rejected.csv"
     _write(valid_path, header, valid)
@@ -129,3 +129,9 @@ def _write(path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=header, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import mimetypes
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -40,8 +41,7 @@ def run(markdown: str = "", path: str = "", title: str = "", embed_images: bool 
     name = filename or (Path(path).stem + ".html" if path else "document.html")
     if not re.fullmatch(r"[\w.-]+\.html?", name):
         raise ValueError(f"filename: {name!r} must be a plain file name ending in .html")
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-html-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-html-")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     target.write_text(page, encoding="utf-8")
@@ -157,3 +157,9 @@ class _Converter:
             self.embedded += 1
             return f'<img alt="{alt}" src="data:{ctype};base64,{data}">'
         return f'<img alt="{alt}" src="{self.url(src)}">'
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -61,8 +62,7 @@ def run(markdown: str = "", path: str = "", title: str = "", font_path: str = ""
     pdf.set_auto_page_break(auto=True, margin=18)
     pdf.add_page()
     _render(pdf, markdown.replace("\r\n", "\n").split("\n"), base, line_breaks)
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-pdf-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-pdf-")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     pdf.output(str(target))
@@ -159,3 +159,9 @@ def _table(pdf: _Document, rows: list[list[str]]) -> None:
             for cell in cells:
                 row.cell(_inline(cell).replace("__", "").replace("**", ""))
     pdf.ln(3)
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import re
 import struct
 import tempfile
@@ -165,8 +166,7 @@ def run(x_column: str, y_columns: list[str], csv_path: str = "",
         canvas.text(legend_x + 16, legend_y, name[:16], INK)
         legend_x += 16 + text_width(name[:16]) + 24
 
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-chart-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-chart-")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / filename
     path.write_bytes(canvas.png())
@@ -217,3 +217,9 @@ def _short(value: float) -> str:
         if abs(value) >= size:
             return f"{value / size:.1f}".rstrip("0").rstrip(".") + suffix
     return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

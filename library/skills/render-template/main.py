@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -45,8 +46,8 @@ def run(values: dict[str, Any], template: str = "", template_path: str = "", str
     if filename:
         if not re.fullmatch(r"[\w.-]+", filename):
             raise ValueError(f"filename: {filename!r} must be a plain file name")
-        folder = Path(output_dir).expanduser() if output_dir else Path(
-            tempfile.mkdtemp(prefix="skillgrove-render-"))
+        folder = (Path(output_dir).expanduser() if output_dir
+                  else _default_folder("skillgrove-render-"))
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / filename
         target.write_text(text, encoding="utf-8")
@@ -82,3 +83,9 @@ def _format(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

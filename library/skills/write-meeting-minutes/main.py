@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -38,10 +39,16 @@ def run(title: str, date: str = "", attendees: list[dict[str, Any]] | None = Non
     if next_meeting:
         lines += ["", "## Next meeting", "", next_meeting.replace("T", " at ")]
     markdown = "\n".join(lines).rstrip() + "\n"
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-minutes-"))
+    folder = (Path(output_dir).expanduser() if output_dir
+              else _default_folder("skillgrove-minutes-"))
     folder.mkdir(parents=True, exist_ok=True)
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:50] or "meeting"
     path = folder / (f"{date}-{slug}.md" if date else f"{slug}.md")
     path.write_text(markdown, encoding="utf-8")
     return {"markdown": markdown, "path": str(path), "open_items": len(items)}
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

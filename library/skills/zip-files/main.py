@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import zipfile
@@ -24,8 +25,7 @@ def run(files: list[str], archive_name: str = "bundle.zip", output_dir: str = ""
         sources.append(file)
     if not sources:
         raise ValueError("files: nothing to archive")
-    folder = Path(output_dir).expanduser() if output_dir else Path(
-        tempfile.mkdtemp(prefix="skillgrove-zip-"))
+    folder = Path(output_dir).expanduser() if output_dir else _default_folder("skillgrove-zip-")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / archive_name
     names: list[str] = []
@@ -41,3 +41,9 @@ def run(files: list[str], archive_name: str = "bundle.zip", output_dir: str = ""
             names.append(name)
     return {"path": str(target), "file_count": len(names), "names": names,
             "bytes": target.stat().st_size}
+
+
+def _default_folder(prefix: str) -> Path:
+    """This step's folder when the skillgrove runner runs the skill, else a new temporary one."""
+    step_dir = os.environ.get("SKILLGROVE_STEP_DIR")
+    return Path(step_dir) if step_dir else Path(tempfile.mkdtemp(prefix=prefix))

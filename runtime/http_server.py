@@ -313,6 +313,10 @@ class PlannedStepView(BaseModel):
     needs: list[str]
     inputs: dict[str, Any]
     skip_reason: str | None
+    decided_at_run_time: bool = Field(
+        default=False, description="Whether it runs depends on what earlier steps return.")
+    depends_on: list[str] = Field(default_factory=list,
+                                  description="The steps that decide it.")
 
 
 class PlanView(BaseModel):
@@ -336,7 +340,7 @@ class StepView(_View):
 class RunView(_View):
     id: str
     group: str
-    status: Literal["success", "failure"]
+    status: Literal["success", "failure", "cancelled"]
     inputs: dict[str, Any]
     context: dict[str, Any]
     outputs: dict[str, Any]
@@ -346,6 +350,8 @@ class RunView(_View):
     request: str | None
     resumed_from: str | None
     error: str | None
+    run_dir: str | None = Field(default=None,
+                                description="The folder that holds what the run's steps wrote.")
 
 
 class RunList(BaseModel):

@@ -561,3 +561,13 @@ def get_meta(key: str) -> Statement:
 def set_meta(key: str, value: str) -> Statement:
     return (f"MERGE (m:{META_LABEL} {{key: $key}}) SET m.value = $value",
             {"key": key, "value": value})
+
+
+def set_meta_entries(entries: Mapping[str, str]) -> Statement:
+    """Several meta entries in one statement (a sync writes the index's metadata with it).
+
+    >>> set_meta_entries({"index_generation": "ab12"})[1]
+    {'rows': [{'key': 'index_generation', 'value': 'ab12'}]}
+    """
+    return (f"UNWIND $rows AS row MERGE (m:{META_LABEL} {{key: row.key}}) SET m.value = row.value",
+            {"rows": [{"key": str(k), "value": str(v)} for k, v in entries.items()]})

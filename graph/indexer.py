@@ -158,12 +158,15 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
 
 def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge], *also: str) -> str:
     """A digest of the indexed content (and of ``also``: the model, the router), so the same
-    library indexed the same way gives the same value."""
+    library indexed the same way gives the same value. Edges count as a store keeps them: one
+    per key, the last given (a group that uses a skill twice lists its edges twice), so the
+    value can be checked against what a store holds."""
     hasher = hashlib.sha256("\0".join(also).encode())
     for node in sorted(nodes, key=lambda n: n.id):
         hasher.update(f"{node.id}\0{node.content_hash}\n".encode())
-    for edge in sorted(edges, key=lambda e: (e.kind.value, e.src, e.dst)):
-        hasher.update(f"{edge.kind.value}\0{edge.src}\0{edge.dst}\0{edge.weight}\n".encode())
+    stored = {edge.key: edge for edge in edges}
+    for key in sorted(stored):
+        hasher.update(("\0".join(key) + f"\0{stored[key].weight}\n").encode())
     return hasher.hexdigest()[:16]
 
 
@@ -196,28 +199,26 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   runs: Sequence[Mapping[str, Any]] = (),
                   write_lock: AbstractContextManager[Any] | None = None,
                   meta: Mapping[str, str] | None = None) -> IndexResult:
-    """Embed what is new, then write the graph and its metadata.
+    """Embed what is new, then write the graph and its metadata in one transaction.
 
-    The slow part (embedding, fitting the router) happens first; only the writes run under
+    The slow part (embedding, fitting the router) happens first; only the write runs under
     ``write_lock``, so a server holding the matching read lock around each search keeps
-    answering during a re-index and every search sees the old index or the new one."""
+    answering during a re-index and every search sees the old index or the new one. The
+    generation, the router and ``meta`` (the engine's library fingerprint and paths) commit
+    with the graph: a process killed at any moment leaves a graph whose metadata describes
+    it, and a reader that sees a new generation sees the graph it names."""
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs)
     router = fit_router(nodes, vectors)
     text = router.to_text() if router is not None else ""
     router_digest = digest(text) if text else ""
+    entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest,
+               GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),
+               "model": encoder.name, "roots": "\n".join(str(r) for r in library.roots),
+               **(meta or {})}
     with write_lock or nullcontext():
-        report = store.sync(nodes, vectors, edges)
-        # Router, its digest, then the generation: readers look again once the generation
-        # changes.
-        store.set_meta(ROUTER_KEY, text)
-        store.set_meta(ROUTER_DIGEST_KEY, router_digest)
-        store.set_meta(GENERATION_KEY, generation(nodes, edges, encoder.name, router_digest))
-        store.set_meta("model", encoder.name)
-        store.set_meta("roots", "\n".join(str(r) for r in library.roots))
-        for key, value in (meta or {}).items():
-            store.set_meta(key, value)
+        report = store.sync(nodes, vectors, edges, entries)
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),
                        sum(1 for n in nodes if n.kind is NodeKind.GROUP),
                        getattr(encoder, "embedded", 0) - before, time.perf_counter() - started)

@@ -28,7 +28,13 @@ for the query, which puts it on the same 0..1 scale (``graph.cypher``, "fulltext
 On the 1,321-skill corpus both stores return the same top-5 skills for every sample request
 (``bench/neo4j_agreement.py``).
 
-Failures become one :class:`~graph.errors.StoreError` that names the URI and what to do.
+**Metadata** (the index's generation, router, library fingerprint) is written by the sync's
+transaction too (``sync(..., meta=)``): a reader sees the new graph with its new generation or
+the old graph with the old one, whenever the writer was stopped.
+
+Failures become one :class:`~graph.errors.StoreError` that names the URI and what to do. A
+password never appears in a message: URIs are shown with their credentials replaced by ``***``
+(:func:`redact_uri`), and the configured password is masked wherever the driver repeats it.
 """
 
 from __future__ import annotations
@@ -36,12 +42,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, RoutingControl
@@ -114,6 +122,47 @@ class Neo4jConfig:
             return None
         return (self.user or "neo4j", self.password or "")
 
+    def __repr__(self) -> str:
+        shown = redact_uri(self.uri, self.secrets())
+        return (f"Neo4jConfig(uri={shown!r}, user={self.user!r}, database={self.database!r}, "
+                f"connection_timeout={self.connection_timeout!r}, "
+                f"max_transaction_retry_time={self.max_transaction_retry_time!r}, "
+                f"batch_size={self.batch_size!r})")
+
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be printed: the password, and one written into the URI."""
+        return tuple(s for s in (self.password, _uri_password(self.uri)) if s)
+
+
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/?#@:]*):"
+                       r"(?P<password>[^\s/?#]*)@")
+
+
+def redact_uri(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with the password of every URI in it, and each of ``secrets``, as ``***``.
+
+    >>> redact_uri("bolt://neo4j:s3cret@db:7687")
+    'bolt://neo4j:***@db:7687'
+    """
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _uri_password(uri: str) -> str | None:
+    try:
+        return urlsplit(uri).password
+    except ValueError:
+        return None
+
+
+def _has_userinfo(uri: str) -> bool:
+    try:
+        return "@" in urlsplit(uri).netloc
+    except ValueError:
+        return False
+
 
 _CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {"uri": str, "user": str, "password": str, "database": str,
                 "connection_timeout": (int, float), "max_transaction_retry_time": (int, float),
@@ -159,9 +208,11 @@ class Neo4jStore:
 
     def __init__(self, driver: Driver, *, uri: str = "the Neo4j server",
                  database: str | None = None, batch_size: int = 500,
-                 owns_driver: bool = False) -> None:
+                 owns_driver: bool = False, secrets: Sequence[str] = ()) -> None:
         self._driver = driver
-        self.uri = uri
+        self._secrets = tuple(s for s in (*secrets, _uri_password(uri)) if s)
+        self.uri = redact_uri(uri, self._secrets)
+        """The URI as it may be shown: without its password."""
         self.database = database
         self.batch_size = batch_size
         self._owns_driver = owns_driver
@@ -180,16 +231,25 @@ class Neo4jStore:
         # Without a handler the driver's retry and connection warnings would reach stderr
         # through logging's last resort; the StoreError we raise says it all.
         logging.getLogger("neo4j").addHandler(logging.NullHandler())
+        secrets = config.secrets()
+        shown = redact_uri(config.uri, secrets)
+        if _has_userinfo(config.uri):
+            raise StoreError(f"the Neo4j URI {shown!r} holds credentials, which the driver "
+                             "does not take from a URI: give the URI without them and set "
+                             "SKILLGROVE_NEO4J_USER and SKILLGROVE_NEO4J_PASSWORD (or user and "
+                             "password in the SKILLGROVE_NEO4J_CONFIG file)")
         try:
             driver = GraphDatabase.driver(
                 config.uri, auth=config.auth(), connection_timeout=config.connection_timeout,
                 max_transaction_retry_time=config.max_transaction_retry_time,
                 notifications_min_severity="OFF")
         except (ConfigurationError, ValueError) as exc:
-            raise StoreError(f"cannot use the Neo4j URI {config.uri!r}: {exc} (set "
-                             "SKILLGROVE_NEO4J_URI, e.g. bolt://127.0.0.1:7687)") from exc
+            # Not chained: the driver's own message repeats the URI as given.
+            raise StoreError(redact_uri(f"cannot use the Neo4j URI {shown!r}: {exc} (set "
+                                        "SKILLGROVE_NEO4J_URI, e.g. bolt://127.0.0.1:7687)",
+                                        secrets)) from None
         return cls(driver, uri=config.uri, database=config.database,
-                   batch_size=config.batch_size, owns_driver=True)
+                   batch_size=config.batch_size, owns_driver=True, secrets=secrets)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Neo4jStore:
@@ -206,31 +266,31 @@ class Neo4jStore:
             yield
         except StoreError:
             raise
-        except AuthError as exc:
-            raise StoreError(
-                f"Neo4j at {self.uri} refused the credentials while trying to {action}{after}: "
-                "set SKILLGROVE_NEO4J_USER and SKILLGROVE_NEO4J_PASSWORD (or user/password in "
-                "the SKILLGROVE_NEO4J_CONFIG file) to an account of that server") from exc
-        except IncompleteCommit as exc:
-            raise StoreError(
-                f"the connection to Neo4j at {self.uri} was lost while committing ({action}); "
-                "the change may or may not have been applied: run it again") from exc
-        except (ServiceUnavailable, SessionExpired) as exc:
-            raise StoreError(
-                f"cannot reach Neo4j at {self.uri} to {action} ({_first_line(exc)}){after}: is "
-                f"the server running? {START_HINT}") from exc
-        except Neo4jError as exc:
+        except (Neo4jError, DriverError) as exc:
+            raise StoreError(redact_uri(self._describe(exc, action, after),
+                                        self._secrets)) from exc
+
+    def _describe(self, exc: Neo4jError | DriverError, action: str, after: str) -> str:
+        if isinstance(exc, AuthError):
+            return (f"Neo4j at {self.uri} refused the credentials while trying to "
+                    f"{action}{after}: set SKILLGROVE_NEO4J_USER and SKILLGROVE_NEO4J_PASSWORD "
+                    "(or user/password in the SKILLGROVE_NEO4J_CONFIG file) to an account of "
+                    "that server")
+        if isinstance(exc, IncompleteCommit):
+            return (f"the connection to Neo4j at {self.uri} was lost while committing "
+                    f"({action}); the change may or may not have been applied: run it again")
+        if isinstance(exc, ServiceUnavailable | SessionExpired):
+            return (f"cannot reach Neo4j at {self.uri} to {action} ({_first_line(exc)}){after}: "
+                    f"is the server running? {START_HINT}")
+        if isinstance(exc, Neo4jError):
             code = exc.code or ""
             if code.endswith("DatabaseNotFound"):
-                raise StoreError(
-                    f"Neo4j at {self.uri} has no database '{self.database}': create it or set "
-                    "SKILLGROVE_NEO4J_DATABASE to one that exists (Community has only "
-                    "'neo4j')") from exc
-            raise StoreError(f"Neo4j at {self.uri} failed to {action}{after}: {code}: "
-                             f"{_first_line(exc.message or exc)}") from exc
-        except DriverError as exc:
-            raise StoreError(f"Neo4j at {self.uri}: cannot {action}{after}: "
-                             f"{_first_line(exc)}") from exc
+                return (f"Neo4j at {self.uri} has no database '{self.database}': create it or "
+                        "set SKILLGROVE_NEO4J_DATABASE to one that exists (Community has only "
+                        "'neo4j')")
+            return (f"Neo4j at {self.uri} failed to {action}{after}: {code}: "
+                    f"{_first_line(exc.message or exc)}")
+        return f"Neo4j at {self.uri}: cannot {action}{after}: {_first_line(exc)}"
 
     def _read(self, statement: Statement) -> list[dict[str, Any]]:
         """A read in one round trip (an auto-commit query); when the connection turns out to
@@ -308,7 +368,7 @@ class Neo4jStore:
     # -- sync ---------------------------------------------------------------------------------
 
     def sync(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
-             edges: Sequence[Edge]) -> SyncReport:
+             edges: Sequence[Edge], meta: Mapping[str, str] | None = None) -> SyncReport:
         wanted = {n.id: n for n in nodes}
         for edge in edges:
             for end in (edge.src, edge.dst):
@@ -330,10 +390,12 @@ class Neo4jStore:
             with self._driver.session(
                     database=self.database,
                     bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
-                return session.execute_write(self._sync_work, wanted, vectors, edges)
+                return session.execute_write(self._sync_work, wanted, vectors, edges,
+                                             dict(meta or {}))
 
     def _sync_work(self, tx: ManagedTransaction, wanted: Mapping[str, NodeRecord],
-                   vectors: Mapping[str, Vectors], edges: Sequence[Edge]) -> SyncReport:
+                   vectors: Mapping[str, Vectors], edges: Sequence[Edge],
+                   meta: Mapping[str, str]) -> SyncReport:
         """One attempt of the sync transaction; the driver may run it again, so it recomputes
         the difference from what the transaction reads."""
 
@@ -421,6 +483,8 @@ class Neo4jStore:
             documents = [tokenize(n.text) for n in wanted.values() if n.kind is kind]
             run(cypher.set_meta(cypher.statistics_key(kind),
                                 json.dumps(cypher.vocabulary_statistics(documents))))
+        if meta:
+            run(cypher.set_meta_entries(meta))
         return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
                           tuple(removed), len(wanted) - len(added) - len(updated),
                           len(new_edges), len(gone_edges))
@@ -518,9 +582,9 @@ def check_server_version(version: str, uri: str) -> None:
     if not cypher.version_supported(version):
         wanted = ".".join(map(str, cypher.MIN_SERVER_VERSION))
         raise StoreError(
-            f"Neo4j at {uri} is version {version}; skillgrove needs {wanted} or later (vector "
-            "indexes): upgrade the server, or start neo4j:5.26-community with `docker compose "
-            "up -d` and point SKILLGROVE_NEO4J_URI at it")
+            f"Neo4j at {redact_uri(uri)} is version {version}; skillgrove needs {wanted} or "
+            "later (vector indexes): upgrade the server, or start neo4j:5.26-community with "
+            "`docker compose up -d` and point SKILLGROVE_NEO4J_URI at it")
 
 
 # -- rows <-> records -------------------------------------------------------------------------

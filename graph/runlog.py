@@ -2,17 +2,65 @@
 
 Co-use weights and quality statistics are learned from it later; a failed or cancelled run can
 be resumed from its record. The embedded run log is a SQLite file next to the index.
+
+Run records hold what the caller passed (inputs, context values: addresses, tokens), so the file
+and SQLite's journal files beside it are readable by their owner only (0600), in a folder only
+the owner can enter (0700), whatever the umask. A file that is not a run log (damaged, or
+something else under that name) is a :class:`~graph.errors.StoreError` saying to move it aside.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from skillgrove.graph.errors import StoreError
+
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+_SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")
+"""The files SQLite keeps beside a database; it gives them the database file's mode."""
+
+
+def make_private_folder(path: Path, *, ours: bool = False) -> Path:
+    """Creates ``path`` and its missing parents, each owner-only. A folder that exists keeps
+    its mode unless it is ``ours`` (``runs/``; never a folder a user named, which may be
+    shared)."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    if not missing and not path.is_dir():
+        raise StoreError(f"{path} is a file, not a folder: give a folder for the index (it is "
+                         "created when missing)")
+    try:
+        for folder in reversed(missing):
+            folder.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
+            _restrict(folder, PRIVATE_FOLDER)  # mkdir's mode passes through the umask
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder {path}: {exc.strerror}: give a folder "
+                         "you can write to") from exc
+    if ours and not missing:
+        _restrict(path, PRIVATE_FOLDER)
+    return path
+
+
+def _restrict(path: Path, mode: int) -> None:
+    """Narrows the mode of a file or folder we made; one we may not change is left as it is
+    (its owner decides)."""
+    try:
+        if path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)
@@ -79,29 +127,68 @@ class RunLog(Protocol):
 
 
 class SqliteRunLog:
+    """``SqliteRunLog(Path(".skillgrove/runs.sqlite"))``; ``SqliteRunLog(None)`` is in memory."""
+
     def __init__(self, path: Path | None) -> None:
+        self.path = path
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS run (id TEXT PRIMARY KEY, grp TEXT, "
-                         "status TEXT, started_at REAL, record TEXT)")
+            make_private_folder(path.parent)
+            _create_private(path)
         self._lock = threading.Lock()
+        with self._errors():
+            self._db = sqlite3.connect(str(path) if path else ":memory:",
+                                       check_same_thread=False)
+            self._db.execute("CREATE TABLE IF NOT EXISTS run (id TEXT PRIMARY KEY, grp TEXT, "
+                             "status TEXT, started_at REAL, record TEXT)")
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's and decoding errors as one StoreError naming the file and what to do."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            what = ("is not a SQLite database" if "not a database" in str(exc)
+                    else f"cannot be read ({exc})")
+            raise StoreError(f"the run log {self.path} {what}: move it aside (a new one is "
+                             "started) and run again") from exc
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(f"the run log {self.path} holds a record this version cannot read "
+                             f"({type(exc).__name__}: {exc}): move it aside (a new one is "
+                             "started) and run again") from exc
 
     def record(self, run: RunRecord) -> None:
-        with self._lock, self._db:
+        with self._lock, self._errors(), self._db:
             self._db.execute("INSERT OR REPLACE INTO run VALUES (?, ?, ?, ?, ?)",
                              (run.id, run.group, run.status, run.started_at,
                               json.dumps(run.to_dict(), ensure_ascii=False, default=str)))
 
     def get(self, run_id: str) -> RunRecord | None:
-        row = self._db.execute("SELECT record FROM run WHERE id = ? OR id LIKE ? "
-                               "ORDER BY started_at DESC", (run_id, run_id + "%")).fetchone()
-        return None if row is None else RunRecord.from_dict(json.loads(row[0]))
+        with self._errors():
+            row = self._db.execute("SELECT record FROM run WHERE id = ? OR id LIKE ? "
+                                   "ORDER BY started_at DESC", (run_id, run_id + "%")).fetchone()
+            return None if row is None else RunRecord.from_dict(json.loads(row[0]))
 
     def list(self, limit: int = 20) -> list[RunRecord]:
-        rows = self._db.execute("SELECT record FROM run ORDER BY started_at DESC LIMIT ?",
-                                (limit,))
-        return [RunRecord.from_dict(json.loads(r[0])) for r in rows]
+        with self._errors():
+            rows = self._db.execute("SELECT record FROM run ORDER BY started_at DESC LIMIT ?",
+                                    (limit,)).fetchall()
+            return [RunRecord.from_dict(json.loads(r[0])) for r in rows]
 
     def close(self) -> None:
         self._db.close()
+
+
+def _create_private(path: Path) -> None:
+    """Creates the database file owner-only before SQLite opens it (SQLite would create it with
+    the umask's mode, and its journal files with the same), and narrows one made before."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+    except IsADirectoryError as exc:
+        raise StoreError(f"the run log {path} is a folder: move it aside") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot open the run log {path}: {exc.strerror}: give an index "
+                         "folder you can write to") from exc
+    for name in ("", *_SQLITE_COMPANIONS):
+        companion = path.with_name(path.name + name)
+        if companion.exists():
+            _restrict(companion, PRIVATE_FILE)

@@ -15,12 +15,14 @@ from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncRep
 
 class GraphStore(Protocol):
     def sync(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
-             edges: Sequence[Edge]) -> SyncReport:
-        """Make the stored graph equal to ``nodes`` and ``edges``, writing only what changed.
+             edges: Sequence[Edge], meta: Mapping[str, str] | None = None) -> SyncReport:
+        """Make the stored graph equal to ``nodes`` and ``edges``, writing only what changed,
+        and set the ``meta`` entries (the index's generation, router, ...) in the same
+        transaction.
 
         ``vectors`` must hold an embedding for each added or updated node. The switch is atomic:
-        readers see the old graph or the new one, never a mixture, and a failed sync leaves the
-        old graph in place.
+        readers see the old graph with its old metadata or the new graph with the new, never a
+        mixture, and a failed or interrupted sync leaves both as they were.
         """
         ...
 
@@ -45,8 +47,14 @@ class GraphStore(Protocol):
 
     def vector(self, node_id: str) -> Vectors | None: ...
 
-    def get_meta(self, key: str) -> str | None: ...
+    def get_meta(self, key: str) -> str | None:
+        """An entry as of now: a store that keeps the graph in memory reads it again first
+        when another process has written the index since (readers check the generation
+        before each search)."""
+        ...
 
-    def set_meta(self, key: str, value: str) -> None: ...
+    def set_meta(self, key: str, value: str) -> None:
+        """One entry on its own; what describes the graph is written by :meth:`sync`."""
+        ...
 
     def close(self) -> None: ...

@@ -21,18 +21,36 @@ around or between expressions makes the result a string. A missing property yiel
 'Report: Q3'
 >>> render(parse_template("${{ inputs.n + 1 }}"), {"inputs": {"n": 2}})
 3
+
+**Hostile text and values.** An expression comes from a group file and its values from callers
+and skills, so any input ends in an :class:`~skills.errors.ExpressionError` with its position,
+never in another exception. Expressions are at most ``EXPRESSION_MAX_CHARS`` long and nest at
+most ``EXPRESSION_MAX_DEPTH`` levels (checked while parsing); number literals are bounded and
+string escapes are decoded here, each bad one reported where it is. A string an expression
+builds is at most ``EXPRESSION_MAX_RESULT_CHARS`` long and a list at most ``EXPRESSION_MAX_ITEMS``
+items: ``+``, ``format``, ``join``, ``toJSON`` and ``string`` work out the size first and refuse
+before allocating. (The limits live in :mod:`skills.limits`.)
 """
 
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillgrove.skills import boundedjson
 from skillgrove.skills.errors import ExpressionEvalError, ExpressionSyntaxError
+from skillgrove.skills.limits import (
+    EXPRESSION_MAX_CHARS,
+    EXPRESSION_MAX_DEPTH,
+    EXPRESSION_MAX_ITEMS,
+    EXPRESSION_MAX_NUMBER_CHARS,
+    EXPRESSION_MAX_RESULT_CHARS,
+)
 
 ROOTS = ("inputs", "context", "steps")
 STATUS_FUNCTIONS = ("always", "success", "failure")
@@ -51,29 +69,38 @@ _TOKEN_RE = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
-  | (?P<str>'(?:[^']|'')*'|"(?:[^"\\]|\\.)*")
+  | (?P<sq>'(?:[^']|'')*')
+  | (?P<dq>"[^"\\]*(?:\\.[^"\\]*)*")
   | (?P<name>[A-Za-z_][A-Za-z0-9_-]*)
   | (?P<op>==|!=|<=|>=|&&|\|\||[<>!+\-.,()\[\]])
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.DOTALL,
 )
 _WORD_OPS = {"and": "&&", "or": "||", "not": "!"}
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
 
 def tokenize(text: str) -> list[Token]:
+    if len(text) > EXPRESSION_MAX_CHARS:
+        raise ExpressionSyntaxError(f"expression is longer than {EXPRESSION_MAX_CHARS:,} "
+                                    "characters (EXPRESSION_MAX_CHARS)", EXPRESSION_MAX_CHARS)
     tokens: list[Token] = []
     pos = 0
     while pos < len(text):
         match = _TOKEN_RE.match(text, pos)
         if match is None:
+            if text[pos] in "'\"":
+                raise ExpressionSyntaxError("string is never closed", pos)
             raise ExpressionSyntaxError(f"unexpected character {text[pos]!r}", pos)
         kind = match.lastgroup or ""
         raw = match.group()
         if kind == "num":
-            tokens.append(Token("num", float(raw) if re.search(r"[.eE]", raw) else int(raw), pos))
-        elif kind == "str":
-            value = raw[1:-1].replace("''", "'") if raw[0] == "'" else json.loads(raw)
-            tokens.append(Token("str", value, pos))
+            tokens.append(Token("num", _number_literal(raw, pos), pos))
+        elif kind == "sq":
+            tokens.append(Token("str", raw[1:-1].replace("''", "'"), pos))
+        elif kind == "dq":
+            tokens.append(Token("str", _unescape(raw[1:-1], pos + 1), pos))
         elif kind == "name":
             if raw in _WORD_OPS:
                 tokens.append(Token("op", _WORD_OPS[raw], pos))
@@ -84,6 +111,62 @@ def tokenize(text: str) -> list[Token]:
         pos = match.end()
     tokens.append(Token("end", None, len(text)))
     return tokens
+
+
+def _number_literal(raw: str, offset: int) -> int | float:
+    if len(raw) > EXPRESSION_MAX_NUMBER_CHARS:
+        raise ExpressionSyntaxError(f"number is longer than {EXPRESSION_MAX_NUMBER_CHARS:,} "
+                                    "characters (EXPRESSION_MAX_NUMBER_CHARS)", offset)
+    if not re.search(r"[.eE]", raw):
+        return int(raw)
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ExpressionSyntaxError("number is too large", offset)
+    return value
+
+
+def _unescape(body: str, offset: int) -> str:
+    """The value of a double-quoted string (JSON's escapes); ``offset`` is where ``body`` starts
+    in the expression, so a bad escape is reported at its backslash."""
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    i = 0
+    while (slash := body.find("\\", i)) != -1:
+        out.append(body[i:slash])
+        code = body[slash + 1]  # the token's pattern puts a character after every backslash
+        i = slash + 2
+        if code in _ESCAPES:
+            out.append(_ESCAPES[code])
+            continue
+        if code != "u":
+            raise ExpressionSyntaxError(f"invalid escape {_shown_escape(code)} in a string "
+                                        "(write \\\\ for a backslash)", offset + slash)
+        point = _hex4(body, i, offset + slash)
+        i += 4
+        if 0xD800 <= point < 0xDC00 and body.startswith("\\u", i):
+            low = _hex4(body, i + 2, offset + i)
+            if 0xDC00 <= low < 0xE000:
+                point = 0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)
+                i += 6
+        if 0xD800 <= point < 0xE000:
+            raise ExpressionSyntaxError("invalid escape: half of a surrogate pair", offset + slash)
+        out.append(chr(point))
+    out.append(body[i:])
+    return "".join(out)
+
+
+def _hex4(body: str, at: int, offset: int) -> int:
+    digits = body[at:at + 4]
+    if _HEX4.fullmatch(digits) is None:
+        raise ExpressionSyntaxError(f"invalid escape {_shown_escape('u' + digits)} in a "
+                                    "string (\\u takes four hex digits)", offset)
+    return int(digits, 16)
+
+
+def _shown_escape(after: str) -> str:
+    text = "\\" + after
+    return f"'{text}'" if text.isprintable() else repr(text)
 
 
 # ------------------------------------------------------------------------------------------ AST
@@ -154,11 +237,21 @@ _BINARY_PRECEDENCE = {
 }
 
 
+_TOO_DEEP = (f"expression nests deeper than {EXPRESSION_MAX_DEPTH} levels "
+             "(EXPRESSION_MAX_DEPTH)")
+
+
 class _Parser:
+    """Precedence climbing. Every method returns a node and its depth (a leaf is 1), and
+    ``nesting`` counts the brackets, calls and prefix operators open right now: both are checked
+    against ``EXPRESSION_MAX_DEPTH``, so the recursion here (and in everything that walks the
+    tree later) stays far from Python's limit whatever the text."""
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.nesting = 0
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -175,73 +268,98 @@ class _Parser:
                                         token.offset)
         return token
 
+    def open(self, token: Token) -> None:
+        self.nesting += 1
+        if self.nesting > EXPRESSION_MAX_DEPTH:
+            raise ExpressionSyntaxError(_TOO_DEEP, token.offset)
+
+    def close(self) -> None:
+        self.nesting -= 1
+
+    @staticmethod
+    def deeper(token: Token, *depths: int) -> int:
+        depth = 1 + max(depths, default=0)
+        if depth > EXPRESSION_MAX_DEPTH:
+            raise ExpressionSyntaxError(_TOO_DEEP, token.offset)
+        return depth
+
     def parse(self) -> Node:
         if self.peek().kind == "end":
             raise ExpressionSyntaxError("empty expression", 0)
-        node = self.binary(0)
+        node, _ = self.binary(0)
         token = self.peek()
         if token.kind != "end":
             raise ExpressionSyntaxError(f"unexpected {_describe(token)}", token.offset)
         return node
 
-    def binary(self, min_prec: int) -> Node:
-        left = self.unary()
+    def binary(self, min_prec: int) -> tuple[Node, int]:
+        left, depth = self.unary()
         while True:
             token = self.peek()
             prec = _BINARY_PRECEDENCE.get(token.value) if token.kind == "op" else None
             if prec is None or prec <= min_prec:
-                return left
+                return left, depth
             self.take()
-            right = self.binary(prec)
+            right, right_depth = self.binary(prec)
+            depth = self.deeper(token, depth, right_depth)
             left = Binary(token.value, left, right, token.offset)
 
-    def unary(self) -> Node:
+    def unary(self) -> tuple[Node, int]:
         token = self.peek()
-        if token.kind == "op" and token.value == "!":
+        if token.kind == "op" and token.value in ("!", "-"):
             self.take()
-            return Unary("!", self.unary(), token.offset)
-        if token.kind == "op" and token.value == "-":
-            self.take()
-            return Unary("-", self.unary(), token.offset)
-        return self.postfix(self.primary())
+            self.open(token)
+            operand, depth = self.unary()
+            self.close()
+            return Unary(token.value, operand, token.offset), self.deeper(token, depth)
+        node, depth = self.primary()
+        return self.postfix(node, depth)
 
-    def primary(self) -> Node:
+    def primary(self) -> tuple[Node, int]:
         token = self.take()
         if token.kind in ("num", "str"):
-            return Lit(token.value, token.offset)
+            return Lit(token.value, token.offset), 1
         if token.kind == "name":
             if token.value in ("true", "false"):
-                return Lit(token.value == "true", token.offset)
+                return Lit(token.value == "true", token.offset), 1
             if token.value == "null":
-                return Lit(None, token.offset)
+                return Lit(None, token.offset), 1
             if self.peek().kind == "op" and self.peek().value == "(":
-                self.take()
+                self.open(self.take())
                 args = self.sequence(")")
-                return Call(token.value, args, token.offset)
-            return Name(token.value, token.offset)
+                self.close()
+                return (Call(token.value, tuple(node for node, _ in args), token.offset),
+                        self.deeper(token, *(depth for _, depth in args)))
+            return Name(token.value, token.offset), 1
         if token.kind == "op" and token.value == "(":
-            node = self.binary(0)
+            self.open(token)
+            node, depth = self.binary(0)
             self.expect(")")
-            return node
+            self.close()
+            return node, depth
         if token.kind == "op" and token.value == "[":
-            return ListLit(self.sequence("]"), token.offset)
+            self.open(token)
+            items = self.sequence("]")
+            self.close()
+            return (ListLit(tuple(node for node, _ in items), token.offset),
+                    self.deeper(token, *(depth for _, depth in items)))
         raise ExpressionSyntaxError(f"unexpected {_describe(token)}", token.offset)
 
-    def sequence(self, closer: str) -> tuple[Node, ...]:
-        items: list[Node] = []
+    def sequence(self, closer: str) -> list[tuple[Node, int]]:
+        items: list[tuple[Node, int]] = []
         if self.peek().kind == "op" and self.peek().value == closer:
             self.take()
-            return ()
+            return items
         while True:
             items.append(self.binary(0))
             token = self.take()
             if token.kind == "op" and token.value == closer:
-                return tuple(items)
+                return items
             if not (token.kind == "op" and token.value == ","):
                 raise ExpressionSyntaxError(
                     f"expected ',' or '{closer}' but found {_describe(token)}", token.offset)
 
-    def postfix(self, node: Node) -> Node:
+    def postfix(self, node: Node, depth: int) -> tuple[Node, int]:
         while True:
             token = self.peek()
             if token.kind == "op" and token.value == ".":
@@ -251,14 +369,18 @@ class _Parser:
                     raise ExpressionSyntaxError(
                         f"expected a property name after '.' but found {_describe(name)}",
                         name.offset)
+                depth = self.deeper(name, depth)
                 node = Attr(node, name.value, name.offset)
             elif token.kind == "op" and token.value == "[":
                 self.take()
-                key = self.binary(0)
+                self.open(token)
+                key, key_depth = self.binary(0)
                 self.expect("]")
+                self.close()
+                depth = self.deeper(token, depth, key_depth)
                 node = Index(node, key, token.offset)
             else:
-                return node
+                return node, depth
 
 
 def _describe(token: Token) -> str:
@@ -337,7 +459,9 @@ def _find_close(source: str, pos: int) -> int:
     while i < len(source):
         ch = source[i]
         if quote:
-            if ch == quote:
+            if ch == "\\" and quote == '"':
+                i += 1  # an escaped character, maybe a quote, never ends the string
+            elif ch == quote:
                 quote = None
         elif ch in ("'", '"'):
             quote = ch
@@ -438,6 +562,74 @@ class StepStatuses:
     needs: Mapping[str, str]
 
 
+def _too_long(what: str) -> ExpressionEvalError:
+    return ExpressionEvalError(f"{what} would be longer than {EXPRESSION_MAX_RESULT_CHARS:,} "
+                               "characters (EXPRESSION_MAX_RESULT_CHARS)")
+
+
+def _check_length(size: int, what: str) -> None:
+    if size > EXPRESSION_MAX_RESULT_CHARS:
+        raise _too_long(what)
+
+
+_ESCAPED_IN_JSON = re.compile(r'[\x00-\x1f"\\]')
+_CONTROL_BYTES = bytes(range(32))
+
+
+def _json_size(value: Any, what: str) -> int:
+    """About how long ``json.dumps(value, ensure_ascii=False)`` is (never less, give or take a
+    quote on a non-string key), counted without writing it: a list holding one long string a
+    thousand times is refused here, not after gigabytes. Iterative, so any depth is safe, and
+    bounded by ``EXPRESSION_MAX_ITEMS``, so a value that contains itself ends too."""
+    size = 0
+    count = 1
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += 2 + len(item)
+            if _ESCAPED_IN_JSON.search(item) is not None:
+                raw = item.encode("utf-8", "surrogatepass")
+                controls = len(raw) - len(raw.translate(None, _CONTROL_BYTES))
+                size += item.count('"') + item.count("\\") + 5 * controls  # \u001f at worst
+        elif isinstance(item, dict | list | tuple):
+            count += 2 * len(item) if isinstance(item, dict) else len(item)
+            if count > EXPRESSION_MAX_ITEMS:
+                raise ExpressionEvalError(f"{what}: the value holds more than "
+                                          f"{EXPRESSION_MAX_ITEMS:,} values (EXPRESSION_MAX_ITEMS)")
+            if isinstance(item, dict):
+                size += 2 + 4 * len(item)  # braces, ': ' and ', '
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            else:
+                size += 2 + 2 * len(item)
+                stack.extend(item)
+        elif item is None or isinstance(item, bool):
+            size += 5
+        elif isinstance(item, int):
+            size += 2 + item.bit_length() * 31 // 100  # decimal digits, and a sign
+        elif isinstance(item, float):
+            size += 24
+        else:
+            size += 2 + 6 * len(str(item))  # written with default=str
+        if size > EXPRESSION_MAX_RESULT_CHARS:
+            raise _too_long(what)
+    return size
+
+
+def _to_json(value: Any, what: str, *, sort_keys: bool = False) -> str:
+    _json_size(value, what)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, default=str)
+    except RecursionError:
+        raise ExpressionEvalError(f"{what}: the value is nested too deeply to write as JSON"
+                                  ) from None
+    except (TypeError, ValueError) as exc:  # keys that cannot be sorted, a 5,000-digit int
+        raise ExpressionEvalError(f"{what}: cannot write the value as JSON: {exc}") from None
+    _check_length(len(text), what)
+    return text
+
+
 def _string(value: Any) -> str:
     if value is None:
         return ""
@@ -446,8 +638,24 @@ def _string(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+        return _to_json(value, "the text of the value")
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ExpressionEvalError(f"cannot write the value as text: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    """A value in an error message, cut short."""
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:40] + "..."
+        return repr(text)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return "a very large integer"
+    text = _string(value) if isinstance(value, float | int) else type_of(value)
+    return text
 
 
 def truthy(value: Any) -> bool:
@@ -463,37 +671,71 @@ def _number(value: Any) -> float | int:
         return value
     if value is None:
         return 0
-    try:
-        text = str(value).strip()
-        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
-    except ValueError as exc:
-        raise ExpressionEvalError(f"cannot turn {value!r} into a number") from exc
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if re.fullmatch(r"[+-]?\d+", text):
+                return int(text)
+            return float(text)
+        except ValueError:
+            pass
+    raise ExpressionEvalError(f"cannot turn {_shown(value)} into a number")
+
+
+_FORMAT_FIELD = re.compile(r"\{\{|\}\}|\{(\d+)\}")
 
 
 def _format(fmt: Any, *args: Any) -> str:
-    def sub(match: re.Match[str]) -> str:
-        index = int(match.group(1))
-        if index >= len(args):
-            raise ExpressionEvalError(f"format() has no argument {{{index}}}")
-        return _string(args[index])
-
-    text = re.sub(r"\{(\d+)\}", sub, _string(fmt).replace("{{", "\0").replace("}}", "\1"))
-    return text.replace("\0", "{").replace("\1", "}")
+    """``format('{0} of {1} ({{x}})', 1, 2)``: the length is added up before the text is
+    joined, so each argument's text is made once and no oversized result is ever built."""
+    text = _string(fmt)
+    pieces: list[str] = []
+    texts: dict[int, str] = {}
+    size = 0
+    pos = 0
+    for match in _FORMAT_FIELD.finditer(text):
+        literal = text[pos:match.start()]
+        field = match.group()
+        if field in ("{{", "}}"):
+            piece = field[0]
+        else:
+            digits = match.group(1)
+            index = int(digits) if len(digits) <= 3 else len(args)
+            if index >= len(args):
+                shown = digits if len(digits) <= 10 else digits[:10] + "..."
+                raise ExpressionEvalError(f"format() has no argument {{{shown}}}")
+            if index not in texts:
+                texts[index] = _string(args[index])
+            piece = texts[index]
+        size += len(literal) + len(piece)
+        _check_length(size, "format()")
+        pieces += (literal, piece)
+        pos = match.end()
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def _contains(haystack: Any, needle: Any) -> bool:
     if isinstance(haystack, list):
         return any(_equal(item, needle) for item in haystack)
     if isinstance(haystack, dict):
-        return needle in haystack
+        try:
+            return needle in haystack
+        except TypeError:  # an array or object is never a key
+            return False
     return _string(needle).lower() in _string(haystack).lower()
 
 
 def _from_json(text: Any) -> Any:
     try:
-        return json.loads(_string(text))
+        return boundedjson.loads(_string(text))
+    except boundedjson.JSONLimitError as exc:
+        raise ExpressionEvalError(f"fromJSON: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise ExpressionEvalError(f"fromJSON: not JSON: {exc.msg}") from exc
+        raise ExpressionEvalError(f"fromJSON: not JSON: {exc.msg} (at char {exc.pos})"
+                                  ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ExpressionEvalError(f"fromJSON: not JSON: {exc}") from None
 
 
 def _default(value: Any, fallback: Any) -> Any:
@@ -503,7 +745,20 @@ def _default(value: Any, fallback: Any) -> Any:
 def _join(items: Any, separator: Any = ",") -> str:
     if not isinstance(items, list):
         return _string(items)
-    return _string(separator).join(_string(i) for i in items)
+    glue = _string(separator)
+    size = len(glue) * max(len(items) - 1, 0)
+    _check_length(size, "join()")
+    pieces: list[str] = []
+    for item in items:
+        piece = _string(item)
+        size += len(piece)
+        _check_length(size, "join()")
+        pieces.append(piece)
+    return glue.join(pieces)
+
+
+def _length(value: Any) -> int:
+    return len(value) if isinstance(value, list | dict) else len(_string(value))
 
 
 FUNCTIONS: Mapping[str, tuple[Callable[..., Any], int, int, str]] = {
@@ -514,11 +769,10 @@ FUNCTIONS: Mapping[str, tuple[Callable[..., Any], int, int, str]] = {
     "lower": (lambda s: _string(s).lower(), 1, 1, "string"),
     "upper": (lambda s: _string(s).upper(), 1, 1, "string"),
     "trim": (lambda s: _string(s).strip(), 1, 1, "string"),
-    "length": (lambda x: len(x) if isinstance(x, list | dict) else len(_string(x)), 1, 1,
-               "integer"),
+    "length": (_length, 1, 1, "integer"),
     "join": (_join, 1, 2, "string"),
     "format": (_format, 1, 99, "string"),
-    "toJSON": (lambda x: json.dumps(x, ensure_ascii=False, sort_keys=True), 1, 1, "string"),
+    "toJSON": (lambda x: _to_json(x, "toJSON()", sort_keys=True), 1, 1, "string"),
     "fromJSON": (_from_json, 1, 1, ""),
     "default": (_default, 2, 2, ""),
     "string": (_string, 1, 1, "string"),
@@ -534,18 +788,18 @@ def _equal(a: Any, b: Any) -> bool:
         return a == b
     if isinstance(a, str) and isinstance(b, str):
         return a == b
-    return bool(a == b)
+    try:
+        return bool(a == b)
+    except RecursionError:
+        raise ExpressionEvalError("the values are nested too deeply to compare") from None
 
 
-def _compare(op: str, a: Any, b: Any, offset: int) -> bool:
+def _compare(op: str, a: Any, b: Any) -> bool:
     numeric = (int, float)
-    if (isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) \
+    if (isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool)
             and not isinstance(b, bool)) or (isinstance(a, str) and isinstance(b, str)):
-        pass
-    else:
-        raise ExpressionEvalError(
-            f"cannot compare {type_of(a)} with {type_of(b)} using '{op}' (at {offset})")
-    return bool(_ORDERING[op](a, b))
+        return bool(_ORDERING[op](a, b))
+    raise ExpressionEvalError(f"cannot compare {type_of(a)} with {type_of(b)} using '{op}'")
 
 
 _ORDERING: Mapping[str, Callable[[Any, Any], Any]] = {
@@ -571,34 +825,50 @@ def type_of(value: Any) -> str:
 
 
 def evaluate(node: Node, scope: Mapping[str, Any], statuses: StepStatuses | None = None) -> Any:
-    """Evaluate a parsed expression against ``scope`` (``inputs``, ``context``, ``steps``)."""
-    if isinstance(node, Lit):
-        return node.value
-    if isinstance(node, ListLit):
-        return [evaluate(item, scope, statuses) for item in node.items]
-    if isinstance(node, Name):
-        if node.name not in scope:
-            raise ExpressionEvalError(f"unknown name '{node.name}'; use one of "
-                                      + ", ".join(sorted(scope)))
-        return scope[node.name]
-    if isinstance(node, Attr):
-        return _get(evaluate(node.obj, scope, statuses), node.name)
-    if isinstance(node, Index):
-        return _get(evaluate(node.obj, scope, statuses), evaluate(node.key, scope, statuses))
-    if isinstance(node, Unary):
-        value = evaluate(node.operand, scope, statuses)
-        if node.op == "!":
-            return not truthy(value)
-        return -_number(value)
-    if isinstance(node, Binary):
-        return _binary(node, scope, statuses)
-    return _call(node, scope, statuses)
+    """Evaluate a parsed expression against ``scope`` (``inputs``, ``context``, ``steps``).
+
+    Every failure is an :class:`ExpressionEvalError` whose ``offset`` is where the failing part
+    starts in the expression, and whose message names that part (``inputs.d[inputs.l]: an
+    array cannot be the key of an object``)."""
+    try:
+        if isinstance(node, Lit):
+            return node.value
+        if isinstance(node, ListLit):
+            return [evaluate(item, scope, statuses) for item in node.items]
+        if isinstance(node, Name):
+            if node.name not in scope:
+                raise ExpressionEvalError(f"unknown name '{_cut(node.name)}'; use one of "
+                                          + ", ".join(sorted(scope)), node.offset)
+            return scope[node.name]
+        if isinstance(node, Attr):
+            return _get(evaluate(node.obj, scope, statuses), node.name)
+        if isinstance(node, Index):
+            return _get(evaluate(node.obj, scope, statuses), evaluate(node.key, scope, statuses))
+        if isinstance(node, Unary):
+            value = evaluate(node.operand, scope, statuses)
+            if node.op == "!":
+                return not truthy(value)
+            return -_number(value)
+        if isinstance(node, Binary):
+            return _binary(node, scope, statuses)
+        result = _call(node, scope, statuses)
+        if isinstance(result, str):
+            _check_length(len(result), f"{node.func}()")
+        return result
+    except ExpressionEvalError as exc:
+        if exc.offset is not None:
+            raise
+        raise ExpressionEvalError(f"{unparse(node)}: {exc}", node.offset) from None
 
 
 def _get(container: Any, key: Any) -> Any:
     if isinstance(container, Mapping):
-        if key in container:
-            return container[key]
+        try:
+            if key in container:
+                return container[key]
+        except TypeError:  # unhashable
+            raise ExpressionEvalError(f"{_a(type_of(key))} cannot be the key of an object; "
+                                      "use a string") from None
         if key == "output" and "outputs" in container:
             return container["outputs"]
         return None
@@ -608,6 +878,10 @@ def _get(container: Any, key: Any) -> Any:
             return container[key]
         return None
     return None
+
+
+def _a(type_name: str) -> str:
+    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
 
 
 def _binary(node: Binary, scope: Mapping[str, Any], statuses: StepStatuses | None) -> Any:
@@ -625,13 +899,21 @@ def _binary(node: Binary, scope: Mapping[str, Any], statuses: StepStatuses | Non
         return not _equal(left, right)
     if node.op == "+":
         if isinstance(left, str) or isinstance(right, str):
-            return _string(left) + _string(right)
+            left_text, right_text = _string(left), _string(right)
+            _check_length(len(left_text) + len(right_text), "the text")
+            return left_text + right_text
         if isinstance(left, list) and isinstance(right, list):
+            if len(left) + len(right) > EXPRESSION_MAX_ITEMS:
+                raise ExpressionEvalError(f"the list would hold more than {EXPRESSION_MAX_ITEMS:,}"
+                                          " items (EXPRESSION_MAX_ITEMS)")
             return left + right
         if left is None or right is None:
             return right if left is None else left
-        return _number(left) + _number(right)
-    return _compare(node.op, left, right, node.offset)
+        try:
+            return _number(left) + _number(right)
+        except OverflowError:  # a huge integer plus a float
+            raise ExpressionEvalError("the sum is too large for a number") from None
+    return _compare(node.op, left, right)
 
 
 def _call(node: Call, scope: Mapping[str, Any], statuses: StepStatuses | None) -> Any:
@@ -644,25 +926,93 @@ def _call(node: Call, scope: Mapping[str, Any], statuses: StepStatuses | None) -
         return any(s == "failure" for s in needs.values())
     entry = FUNCTIONS.get(node.func)
     if entry is None:
-        raise ExpressionEvalError(f"unknown function '{node.func}'")
+        raise ExpressionEvalError(f"unknown function '{_cut(node.func)}'", node.offset)
     func, low, high, _ = entry
     if not low <= len(node.args) <= high:
         raise ExpressionEvalError(f"{node.func}() takes {low}"
-                                  + ("" if low == high else f" to {high}") + " arguments")
+                                  + ("" if low == high else f" to {high}") + " arguments",
+                                  node.offset)
     return func(*(evaluate(arg, scope, statuses) for arg in node.args))
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def unparse(node: Node, limit: int = 60) -> str:
+    """The expression's text again (normalised: spacing, quotes), cut to ``limit`` characters;
+    how error messages name the part that failed."""
+    return _cut(_unparse(node, limit), limit)
+
+
+def _unparse(node: Node, limit: int) -> str:
+    if isinstance(node, Lit):
+        value = node.value
+        if isinstance(value, str):
+            return "'" + _cut(value, limit).replace("'", "''") + "'"
+        return _string(value) if value is not None else "null"
+    if isinstance(node, ListLit):
+        return "[" + ", ".join(_unparse(item, limit) for item in node.items[:8]) + (
+            ", ...]" if len(node.items) > 8 else "]")
+    if isinstance(node, Name):
+        return node.name
+    if isinstance(node, Attr):
+        return f"{_operand(node.obj, 9, limit)}.{node.name}"
+    if isinstance(node, Index):
+        return f"{_operand(node.obj, 9, limit)}[{_unparse(node.key, limit)}]"
+    if isinstance(node, Call):
+        return f"{node.func}(" + ", ".join(_unparse(arg, limit) for arg in node.args[:8]) + (
+            ", ...)" if len(node.args) > 8 else ")")
+    if isinstance(node, Unary):
+        return node.op + _operand(node.operand, 8, limit)
+    prec = _BINARY_PRECEDENCE[node.op]
+    return (f"{_operand(node.left, prec, limit)} {node.op} "
+            f"{_operand(node.right, prec + 1, limit)}")
+
+
+def _operand(node: Node, binding: int, limit: int) -> str:
+    """A sub-expression, in parentheses when it binds less tightly than its place needs."""
+    if isinstance(node, Binary):
+        strength = _BINARY_PRECEDENCE[node.op]
+    elif isinstance(node, Unary):
+        strength = 8
+    else:
+        strength = 10
+    text = _unparse(node, limit)
+    return f"({text})" if strength < binding else text
+
+
+def _located(exc: ExpressionEvalError, part: ExprPart) -> ExpressionEvalError:
+    """An error of one ``${{ }}`` of a template, its offset moved into the template string."""
+    return ExpressionEvalError(str(exc), part.offset + (exc.offset or 0))
 
 
 def render(template: Template, scope: Mapping[str, Any],
            statuses: StepStatuses | None = None) -> Any:
-    """The value of a template: a raw value for a lone expression, else a string."""
+    """The value of a template: a raw value for a lone expression, else a string. An
+    :class:`ExpressionEvalError` carries its offset in the template string."""
     if template.is_single_expression:
         part = template.parts[0]
         assert isinstance(part, ExprPart)
-        return evaluate(part.node, scope, statuses)
+        try:
+            return evaluate(part.node, scope, statuses)
+        except ExpressionEvalError as exc:
+            raise _located(exc, part) from None
     out: list[str] = []
+    size = 0
     for part in template.parts:
-        out.append(part if isinstance(part, str) else _string(
-            evaluate(part.node, scope, statuses)))
+        if isinstance(part, str):
+            text = part
+        else:
+            try:
+                text = _string(evaluate(part.node, scope, statuses))
+            except ExpressionEvalError as exc:
+                raise _located(exc, part) from None
+        size += len(text)
+        if size > EXPRESSION_MAX_RESULT_CHARS:
+            offset = part.offset if isinstance(part, ExprPart) else 0
+            raise ExpressionEvalError(str(_too_long("the text")), offset)
+        out.append(text)
     return "".join(out)
 
 

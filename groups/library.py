@@ -21,7 +21,13 @@ from skillgrove.groups.model import Group
 from skillgrove.groups.validate import validate_group
 from skillgrove.skills.diagnostics import Diagnostic, Severity, sort_key
 from skillgrove.skills.errors import LibraryError
-from skillgrove.skills.loader import DEFAULT_OPTIONS, LoadOptions, SkillCatalog, discover_skills
+from skillgrove.skills.loader import (
+    DEFAULT_OPTIONS,
+    LoadOptions,
+    SkillCatalog,
+    discover_skills,
+    walk_folders,
+)
 from skillgrove.skills.model import Skill
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
@@ -70,23 +76,28 @@ def group_effects(group: Group, skills: Mapping[str, Skill],
     """Each declared effect of the group's skills (and of its sub-groups' skills), with the
     skills that have it, in step order."""
     found: dict[str, list[str]] = {}
-
-    def visit(current: Group, seen: frozenset[str]) -> None:
-        for step in current.steps:
-            if step.group:
-                inner = groups.get(step.group)
-                if inner is not None and inner.id not in seen:
-                    visit(inner, seen | {inner.id})
-                continue
-            skill = skills.get(step.skill or "")
-            if skill is None:
-                continue
-            for effect in skill.effects:
-                holders = found.setdefault(effect, [])
-                if skill.name not in holders:
-                    holders.append(skill.name)
-
-    visit(group, frozenset({group.id}))
+    # Depth first in step order, without recursion; each group is entered once (a group that
+    # two steps call adds nothing new the second time, and a loop cannot go round).
+    entered = {group.id}
+    pending = [iter(group.steps)]
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            continue
+        if step.group:
+            inner = groups.get(step.group)
+            if inner is not None and inner.id not in entered:
+                entered.add(inner.id)
+                pending.append(iter(inner.steps))
+            continue
+        skill = skills.get(step.skill or "")
+        if skill is None:
+            continue
+        for effect in skill.effects:
+            holders = found.setdefault(effect, [])
+            if skill.name not in holders:
+                holders.append(skill.name)
     return {effect: tuple(names) for effect, names in found.items()}
 
 
@@ -103,11 +114,8 @@ def find_group_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root] if root.suffix.lower() in GROUP_SUFFIXES else []
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        here = Path(dirpath)
-        found.extend(here / name for name in sorted(filenames)
-                     if is_group_file(here / name, root))
+    for here, _, filenames in walk_folders(root, skip=_SKIP_DIRS):  # limits: the skill walk reports
+        found.extend(here / name for name in filenames if is_group_file(here / name, root))
     return found
 
 
@@ -122,9 +130,8 @@ def library_fingerprint(paths: Sequence[Path]) -> str:
             stat = path.stat()
             digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
             continue
-        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-            for name in sorted(filenames):
+        for dirpath, _, filenames in walk_folders(path, skip=_SKIP_DIRS):
+            for name in filenames:
                 if name in _UNREAD_FILES:
                     continue
                 full = os.path.join(dirpath, name)
@@ -162,6 +169,10 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
         if not path.exists():
             diagnostics.append(Diagnostic(Severity.ERROR, "path-not-found",
                                           f"no such file or folder: {path}", path))
+        elif not (path.is_dir() or path.is_file()):
+            diagnostics.append(Diagnostic(Severity.ERROR, "not-a-regular-file",
+                                          f"{path} is neither a folder nor a regular file; it "
+                                          "was not read", path))
     roots = [r for r in roots if r.exists()]
     catalog = discover_skills(roots, options)
     diagnostics.extend(catalog.diagnostics)

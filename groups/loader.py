@@ -7,8 +7,9 @@ cycles, expressions and what they refer to inside the group). What needs the res
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,18 @@ from skillgrove.groups.expressions import (
     references,
 )
 from skillgrove.groups.model import INPUT_TYPES, RETRY_KINDS, Group, InputSpec, RetryPolicy, Step
-from skillgrove.skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skillgrove.skills import limits
+from skillgrove.skills._yaml import (
+    PathKey,
+    SourceMap,
+    YamlLimitError,
+    YamlSyntaxError,
+    format_path,
+    load_located,
+)
 from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
 from skillgrove.skills.errors import ExpressionSyntaxError
+from skillgrove.skills.loader import UnreadableFile, read_regular_file
 from skillgrove.skills.model import content_hash
 
 GROUP_FIELDS = ("id", "name", "description", "examples", "inputs", "steps", "outputs", "tags",
@@ -73,6 +83,17 @@ class GroupReporter:
         self.source = source or SourceMap()
         self.items: list[Diagnostic] = []
         self.subject: str | None = None
+        self._hint_work = 0
+
+    def suggest(self, word: str, candidates: Iterable[str]) -> str | None:
+        """``did you mean 'x'?`` for ``word``, while this file's budget of comparisons lasts
+        (``HINT_MAX_COMPARISONS``): each hint compares ``word`` with every candidate, and a group
+        of a thousand steps that misnames each one should not take minutes to report."""
+        pool = list(candidates)
+        self._hint_work += len(pool)
+        if self._hint_work > limits.HINT_MAX_COMPARISONS:
+            return None
+        return did_you_mean(word, pool)
 
     def add(self, severity: Severity, rule: str, where: PathKey, message: str,
             hint: str | None = None, *, key: bool = False, offset: int | None = None,
@@ -111,18 +132,47 @@ def _article(word: str) -> str:
 
 
 def parse_duration(value: Any) -> float | None:
-    """Seconds from ``30``, ``2.5``, ``"30s"``, ``"500ms"``, ``"2m"`` or ``"1h"``; None if bad."""
+    """Seconds from ``30``, ``2.5``, ``"30s"``, ``"500ms"``, ``"2m"`` or ``"1h"``; None if bad.
+
+    A duration is finite, above zero and at most ``DURATION_MAX_SECONDS`` (a day).
+
+    >>> parse_duration("2m"), parse_duration(".inf"), parse_duration(float("inf"))
+    (120.0, None, None)
+    """
+    seconds = _seconds(value)
+    if seconds is None or not (math.isfinite(seconds)
+                               and 0 < seconds <= limits.DURATION_MAX_SECONDS):
+        return None
+    return seconds
+
+
+def _seconds(value: Any) -> float | None:
+    """What a duration says in seconds, before any bound (maybe zero, negative or infinite)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value) if value > 0 else None
-    if isinstance(value, str):
+    if isinstance(value, int):
+        return float(value) if abs(value) <= 10**300 else (math.inf if value > 0 else -math.inf)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str) and len(value) <= 64:
         match = _DURATION.match(value)
         if match:
-            number = float(match.group(1))
             scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
-            return number * scale if number > 0 else None
+            return float(match.group(1)) * scale
     return None
+
+
+def _duration_problem(value: Any) -> str:
+    """Why ``value`` is not a duration, for a message."""
+    if _seconds(value) is None:
+        return "is not a positive duration"
+    return "is not a duration above 0 and at most a day (limit DURATION_MAX_SECONDS)"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = repr(value) if isinstance(value, str | int | float | bool) or value is None \
+        else f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def matches_type(value: Any, type_name: str) -> bool:
@@ -134,13 +184,25 @@ def matches_type(value: Any, type_name: str) -> bool:
 
 
 def load_group_file(path: Path) -> GroupLoad:
-    """Parse and check one group file. Never raises for a user mistake."""
+    """Parse and check one group file. Never raises for a user mistake.
+
+    Only a regular file of at most ``GROUP_FILE_MAX_BYTES`` is read: a named pipe or a device
+    with a group file's name is reported without being opened."""
+    report = GroupReporter(path, "")
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, limits.GROUP_FILE_MAX_BYTES)
+    except UnreadableFile as exc:
+        report.error(exc.rule, (), exc.message + (" (limit GROUP_FILE_MAX_BYTES)"
+                                                  if exc.rule == "file-too-large" else ""),
+                     exc.hint or ("split it into several groups" if exc.rule == "file-too-large"
+                                  else None))
+        return GroupLoad(path, None, tuple(report.items))
+    try:
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        report = GroupReporter(path, "")
-        report.error("unreadable", (), f"cannot read group file: {exc}")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        report.items.append(Diagnostic(Severity.ERROR, "not-utf8", "the group file is not valid "
+                                       "UTF-8", path, line, None, "save the file as UTF-8"))
         return GroupLoad(path, None, tuple(report.items))
     return load_group_text(text, path, content_hash(raw))
 
@@ -149,6 +211,12 @@ def load_group_text(text: str, path: Path, digest: str | None = None) -> GroupLo
     report = GroupReporter(path, text)
     try:
         located = load_located(text)
+    except YamlLimitError as exc:
+        report.items.append(Diagnostic(Severity.ERROR, "limit-exceeded",
+                                       f"too large to read: {exc.message}", path, exc.line,
+                                       exc.column, "a group file holds steps and short values; "
+                                       "keep data in files the steps read"))
+        return GroupLoad(path, None, tuple(report.items))
     except YamlSyntaxError as exc:
         hint = None
         if "mapping values are not allowed" in exc.message:
@@ -320,6 +388,12 @@ class _GroupParser:
         if not isinstance(raw, list) or not raw:
             self.r.error("wrong-type", ("steps",), "'steps' must be a non-empty list of steps")
             return ()
+        if len(raw) > limits.GROUP_MAX_STEPS:
+            self.r.error("limit-exceeded", ("steps",),
+                         f"{len(raw):,} steps; a group has at most {limits.GROUP_MAX_STEPS:,} "
+                         "(limit GROUP_MAX_STEPS)", "split the work into groups that call "
+                         "each other (a step may run a 'group')")
+            return ()
         steps: list[Step] = []
         seen: dict[str, int] = {}
         for index, item in enumerate(raw):
@@ -364,7 +438,8 @@ class _GroupParser:
                 timeout = parse_duration(item["timeout"])
                 if timeout is None:
                     self.r.error("wrong-type", (*where, "timeout"),
-                                 f"timeout {item['timeout']!r} is not a positive duration",
+                                 f"timeout {_short(item['timeout'])} "
+                                 + _duration_problem(item["timeout"]),
                                  "write seconds (30) or a duration ('30s', '500ms', '2m', '1h')")
             retry = self.retry(item.get("retry"), (*where, "retry"))
             steps.append(Step(
@@ -378,8 +453,9 @@ class _GroupParser:
         if raw is None:
             return None
         if isinstance(raw, int) and not isinstance(raw, bool):
-            if raw < 1:
-                self.r.error("wrong-type", where, "retry attempts must be at least 1")
+            if not 1 <= raw <= limits.RETRY_MAX_ATTEMPTS:
+                self.r.error("wrong-type", where, "retry attempts must be from 1 to "
+                             f"{limits.RETRY_MAX_ATTEMPTS} (limit RETRY_MAX_ATTEMPTS)")
                 return None
             return RetryPolicy(max_attempts=raw)
         if not isinstance(raw, dict):
@@ -392,19 +468,29 @@ class _GroupParser:
         for key in ("max_attempts",):
             if key in raw:
                 if not (isinstance(raw[key], int) and not isinstance(raw[key], bool)
-                        and raw[key] >= 1):
-                    self.r.error("wrong-type", (*where, key), f"'{key}' must be an integer >= 1")
+                        and 1 <= raw[key] <= limits.RETRY_MAX_ATTEMPTS):
+                    self.r.error("wrong-type", (*where, key), f"'{key}' must be an integer from 1 "
+                                 f"to {limits.RETRY_MAX_ATTEMPTS} (limit RETRY_MAX_ATTEMPTS)")
                 else:
                     values[key] = raw[key]
-        for key in ("initial_interval", "backoff_factor", "max_interval"):
+        for key in ("initial_interval", "max_interval"):
             if key in raw:
-                seconds = parse_duration(raw[key]) if key != "backoff_factor" else (
-                    float(raw[key]) if isinstance(raw[key], int | float)
-                    and not isinstance(raw[key], bool) and raw[key] >= 1 else None)
+                seconds = parse_duration(raw[key])
                 if seconds is None:
-                    self.r.error("wrong-type", (*where, key), f"'{key}' must be a positive number")
+                    self.r.error("wrong-type", (*where, key),
+                                 f"{_short(raw[key])} " + _duration_problem(raw[key]),
+                                 "write seconds (0.5) or a duration ('500ms', '2m')")
                 else:
                     values[key] = seconds
+        if "backoff_factor" in raw:
+            factor = raw["backoff_factor"]
+            if isinstance(factor, bool) or not isinstance(factor, int | float) or not (
+                    1 <= factor <= limits.RETRY_MAX_BACKOFF_FACTOR):
+                self.r.error("wrong-type", (*where, "backoff_factor"), "'backoff_factor' must be "
+                             f"a number from 1 to {limits.RETRY_MAX_BACKOFF_FACTOR:g} "
+                             "(limit RETRY_MAX_BACKOFF_FACTOR)")
+            else:
+                values["backoff_factor"] = float(factor)
         if "jitter" in raw:
             if isinstance(raw["jitter"], bool):
                 values["jitter"] = raw["jitter"]
@@ -438,21 +524,23 @@ class _GroupParser:
 
     def check_graph(self, steps: Sequence[Step]) -> None:
         ids = [s.id for s in steps]
+        known = {step_id: i for i, step_id in enumerate(ids)}
         for step in steps:
             for i, need in enumerate(step.needs):
                 where: PathKey = ("steps", step.index, "needs", i)
                 if "needs" in self.data["steps"][step.index] and isinstance(
                         self.data["steps"][step.index]["needs"], str):
                     where = ("steps", step.index, "needs")
-                if need not in ids:
+                if need not in known:
                     self.r.error("unknown-step", where, f"unknown step '{need}'",
-                                 did_you_mean(need, ids), subject=step.id)
+                                 self.r.suggest(need, ids), subject=step.id)
                 elif need == step.id:
                     self.r.error("cycle", where, f"step '{step.id}' needs itself",
                                  subject=step.id)
-        cycle = find_cycle({s.id: [n for n in s.needs if n in ids and n != s.id] for s in steps})
+        cycle = find_cycle({s.id: [n for n in s.needs if n in known and n != s.id]
+                            for s in steps})
         if cycle:
-            start = min(range(len(cycle)), key=lambda i: ids.index(cycle[i]))
+            start = min(range(len(cycle)), key=lambda i: known[cycle[i]])
             ordered = cycle[start:] + cycle[:start]
             first = next(s for s in steps if s.id == ordered[0])
             self.r.error("cycle", ("steps", first.index, "needs"),
@@ -466,7 +554,7 @@ class _GroupParser:
                           outputs: Mapping[str, Any]) -> None:
         upstream = ancestors({s.id: s.needs for s in steps})
         input_names = [i.name for i in inputs]
-        step_ids = [s.id for s in steps]
+        step_ids = {s.id: None for s in steps}  # ordered, and a quick 'in'
         for step in steps:
             base: PathKey = ("steps", step.index)
             if step.if_ is not None:
@@ -474,12 +562,12 @@ class _GroupParser:
                 if parsed is not None:
                     node, offset = parsed
                     self.check_node(node, (*base, "if"), offset, input_names, step_ids,
-                                    upstream.get(step.id, set()), in_condition=True,
+                                    upstream.get(step.id, _NO_STEPS), in_condition=True,
                                     current=step.id)
             for path, template, _ in iter_templates(step.with_, (*base, "with"), self.r):
                 for part in template.expressions:
                     self.check_node(part.node, path, part.offset, input_names, step_ids,
-                                    upstream.get(step.id, set()), current=step.id)
+                                    upstream.get(step.id, _NO_STEPS), current=step.id)
         for path, template, _ in iter_templates(outputs, ("outputs",), self.r):
             for part in template.expressions:
                 self.check_node(part.node, path, part.offset, input_names, step_ids,
@@ -503,7 +591,7 @@ class _GroupParser:
             return None
 
     def check_node(self, node: Node, where: PathKey, offset: int, input_names: Sequence[str],
-                   step_ids: Sequence[str], upstream: set[str], *, current: str | None,
+                   step_ids: Collection[str], upstream: Container[str], *, current: str | None,
                    in_condition: bool = False) -> None:
         for call in calls(node):
             if call.func not in FUNCTION_NAMES:
@@ -533,20 +621,20 @@ class _GroupParser:
                 name = str(ref.path[0])
                 if name not in input_names:
                     self.r.error("unknown-input", where, f"input '{name}' is not declared",
-                                 did_you_mean(name, input_names)
+                                 self.r.suggest(name, input_names)
                                  or f"declare it under 'inputs:' (inputs: {name}: ...)",
                                  offset=col)
             elif ref.root == "steps":
                 self.check_step_ref(ref.path, where, col, step_ids, upstream, current)
 
     def check_step_ref(self, path: tuple[str | int, ...], where: PathKey, col: int,
-                       step_ids: Sequence[str], upstream: set[str], current: str | None) -> None:
+                       step_ids: Collection[str], upstream: Container[str], current: str | None) -> None:
         if not path:
             return
         target = str(path[0])
         if target not in step_ids:
             self.r.error("unknown-step", where, f"unknown step '{target}'",
-                         did_you_mean(target, step_ids), offset=col)
+                         self.r.suggest(target, step_ids), offset=col)
             return
         if target == current or target not in upstream:
             self.r.error("not-upstream", where,
@@ -578,50 +666,92 @@ def iter_templates(value: Any, where: PathKey, report: GroupReporter,
     return found
 
 
+_DONE = object()
+_NO_STEPS: frozenset[str] = frozenset()
+
+
 def find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:
-    """One cycle in a ``node -> upstream nodes`` graph, in order, or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
+    """One cycle in a ``node -> upstream nodes`` graph, in order, or None.
 
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, ()):
-            if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):]
-                return list(reversed(cycle))
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
+    Depth first without recursion, linear in nodes and edges: a chain of thousands of steps
+    written in any order is fine.
 
-    for node in graph:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
+    >>> find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]})
+    ['c', 'b', 'a']
+    """
+    state: dict[str, int] = {}  # 1 while on the current path, 2 when done
+    for root in graph:
+        if root in state:
+            continue
+        path = [root]
+        pending = [iter(graph.get(root, ()))]
+        state[root] = 1
+        while path:
+            nxt = next(pending[-1], _DONE)
+            if nxt is _DONE:
+                state[path.pop()] = 2
+                pending.pop()
+            elif state.get(nxt) == 1:  # type: ignore[call-overload]
+                return list(reversed(path[path.index(nxt):]))  # type: ignore[arg-type]
+            elif nxt not in state:
+                assert isinstance(nxt, str)
+                state[nxt] = 1
+                path.append(nxt)
+                pending.append(iter(graph.get(nxt, ())))
     return None
 
 
-def ancestors(needs: Mapping[str, Sequence[str]]) -> dict[str, set[str]]:
-    """For each step, every step it transitively needs (cycles tolerated)."""
-    out: dict[str, set[str]] = {}
+class StepSet:
+    """A set of step ids held as the bits of one integer (see :func:`ancestors`)."""
 
-    def collect(step: str, seen: set[str]) -> set[str]:
-        if step in out:
-            return out[step]
-        result: set[str] = set()
-        for need in needs.get(step, ()):
-            if need in seen or need not in needs:
+    __slots__ = ("_bits", "_index")
+
+    def __init__(self, bits: int, index: Mapping[str, int]) -> None:
+        self._bits = bits
+        self._index = index
+
+    def __contains__(self, step: object) -> bool:
+        position = self._index.get(step) if isinstance(step, str) else None
+        return position is not None and bool(self._bits >> position & 1)
+
+    def __len__(self) -> int:
+        return self._bits.bit_count()
+
+    def __iter__(self) -> Iterator[str]:
+        return (s for s, i in self._index.items() if self._bits >> i & 1)
+
+
+def ancestors(needs: Mapping[str, Sequence[str]]) -> dict[str, StepSet]:
+    """For each step, every step it transitively needs (cycles tolerated).
+
+    Each answer is a bit set over the steps, so a chain of n steps costs n * n / 8 bytes rather
+    than n * n set entries, and the walk is iterative, so any depth is fine.
+
+    >>> sorted(ancestors({"a": [], "b": ["a"], "c": ["b"]})["c"])
+    ['a', 'b']
+    """
+    index = {step: i for i, step in enumerate(needs)}
+    bits: dict[str, int] = {}
+    for root in needs:
+        if root in bits:
+            continue
+        gathered = {root: 0}
+        stack = [(root, iter(needs[root]))]
+        while stack:
+            node, pending = stack[-1]
+            need = next(pending, _DONE)
+            if need is _DONE:
+                stack.pop()
+                bits[node] = gathered.pop(node)
+                if stack:
+                    gathered[stack[-1][0]] |= bits[node] | 1 << index[node]
                 continue
-            result.add(need)
-            result |= collect(need, seen | {need})
-        out[step] = result
-        return result
-
-    for step in needs:
-        collect(step, {step})
-    return out
+            assert isinstance(need, str)
+            if need not in index or need in gathered:  # unknown, or a cycle back to the path
+                continue
+            if need in bits:
+                gathered[node] |= bits[need] | 1 << index[need]
+                continue
+            gathered[need] = 0
+            stack.append((need, iter(needs[need])))
+    return {step: StepSet(value, index) for step, value in bits.items()}

@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from skillgrove.groups.expressions import (
     FUNCTIONS,
     Binary,
@@ -40,9 +38,11 @@ from skillgrove.groups.expressions import (
 )
 from skillgrove.groups.loader import GroupReporter, find_cycle, iter_templates
 from skillgrove.groups.model import Group, Step
+from skillgrove.skills import limits
 from skillgrove.skills._yaml import PathKey
 from skillgrove.skills.diagnostics import Diagnostic, did_you_mean
 from skillgrove.skills.errors import ExpressionSyntaxError
+from skillgrove.skills.loader import UnreadableFile, check_value, read_regular_file
 from skillgrove.skills.model import Skill
 
 
@@ -59,10 +59,10 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
         target_group = groups.get(step.group) if step.group else None
         if step.skill and target_skill is None:
             report.error("unknown-skill", (*where, "skill"), f"unknown skill '{step.skill}'",
-                         did_you_mean(step.skill, skills), subject=step.id)
+                         report.suggest(step.skill, skills), subject=step.id)
         if step.group and target_group is None:
             report.error("unknown-group", (*where, "group"), f"unknown group '{step.group}'",
-                         did_you_mean(step.group, groups), subject=step.id)
+                         report.suggest(step.group, groups), subject=step.id)
         if target_skill is not None and not target_skill.available:
             report.warn("skill-unavailable", (*where, "skill"),
                         f"skill '{target_skill.name}' is unavailable here: "
@@ -70,7 +70,8 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
         params, required, open_params = _parameters(target_skill, target_group)
         if params is not None:
             _check_parameters(step, where, params, required, open_params, report)
-            _check_types(step, where, params, skills, groups, by_id, input_types, report)
+            root = target_skill.inputs if target_skill is not None else None
+            _check_types(step, where, params, root, skills, groups, by_id, input_types, report)
         _check_output_refs(step.with_, (*where, "with"), skills, groups, by_id, report, step.id)
         if step.if_ is not None and "${{" in step.if_:
             _check_output_refs(step.if_, (*where, "if"), skills, groups, by_id, report, step.id)
@@ -94,13 +95,21 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
     if cycle:
         report.error("group-cycle", (), "sub-groups call each other in a loop: "
                      + " -> ".join(cycle), "a group may not call itself, directly or not")
+    else:
+        chain = _deep_nesting(group, groups)
+        if chain:
+            shown = chain if len(chain) <= 6 else [*chain[:3], "...", *chain[-2:]]
+            report.error("limit-exceeded", (), f"sub-groups nest {len(chain) - 1} levels deep "
+                         f"({' -> '.join(shown)}); at most {limits.GROUP_MAX_NESTING} "
+                         "(limit GROUP_MAX_NESTING)", "call fewer groups inside groups")
     return report.items
 
 
 def _read(group: Group) -> str:
     try:
-        return group.path.read_text(encoding="utf-8")
-    except OSError:
+        return read_regular_file(group.path, limits.GROUP_FILE_MAX_BYTES).decode(
+            "utf-8", errors="replace")
+    except UnreadableFile:
         return ""
 
 
@@ -139,6 +148,7 @@ def _check_parameters(step: Step, where: PathKey, params: Mapping[str, Any],
 
 
 def _check_types(step: Step, where: PathKey, params: Mapping[str, Any],
+                 root: Mapping[str, Any] | None,
                  skills: Mapping[str, Skill], groups: Mapping[str, Group],
                  steps: Mapping[str, Step], input_types: Mapping[str, str],
                  report: GroupReporter) -> None:
@@ -159,21 +169,33 @@ def _check_types(step: Step, where: PathKey, params: Mapping[str, Any],
                              f"'{name}' expects {' or '.join(sorted(expected))} but "
                              f"{origin} is {actual}", subject=step.id)
             continue
-        errors = list(Draft202012Validator(dict(schema)).iter_errors(value)) if _literal(
-            value) else []
-        if errors:
+        if not _literal(value):
+            continue
+        # The skill's whole input schema is the root, so its $refs resolve as they will at run
+        # time; check_value skips (with a warning) what would be slow or unsafe to check.
+        check = (check_value(value, root, ("properties", name)) if root is not None
+                 else check_value(value, schema))
+        if check.skipped:
+            report.warn("value-unchecked", path, f"'{name}' not checked against the input "
+                        f"schema: {check.skipped}", subject=step.id)
+        elif check.problems:
             report.error("type-mismatch", path,
-                         f"'{name}' does not fit the input schema: {errors[0].message}",
+                         f"'{name}' does not fit the input schema: {check.problems[0]}",
                          subject=step.id)
 
 
 def _literal(value: Any) -> bool:
-    if isinstance(value, str):
-        return "${{" not in value
-    if isinstance(value, dict):
-        return all(_literal(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_literal(v) for v in value)
+    """Whether a nested value holds no ``${{ }}`` anywhere (without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "${{" in item:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return True
 
 
@@ -421,3 +443,27 @@ def _subgroup_cycle(group: Group, groups: Mapping[str, Group]) -> list[str] | No
     start = calls_in_order.index(group.id)
     ordered = calls_in_order[start:] + calls_in_order[:start]
     return [*ordered, ordered[0]]
+
+
+def _deep_nesting(group: Group, groups: Mapping[str, Group]) -> list[str] | None:
+    """A chain of sub-group calls from ``group`` longer than ``GROUP_MAX_NESTING``, or None.
+
+    Breadth first, one level at a time, and never more than the limit plus one levels, so it
+    ends even on a loop (which is reported on its own)."""
+    levels: list[dict[str, str]] = []  # for each depth, group id -> the group that calls it
+    frontier = [group.id]
+    for _ in range(limits.GROUP_MAX_NESTING + 1):
+        following: dict[str, str] = {}
+        for gid in frontier:
+            current = group if gid == group.id else groups.get(gid)
+            for step in current.steps if current is not None else ():
+                if step.group and step.group in groups:
+                    following.setdefault(step.group, gid)
+        if not following:
+            return None
+        levels.append(following)
+        frontier = list(following)
+    chain = [frontier[0]]
+    for level in reversed(levels):
+        chain.append(level[chain[-1]])
+    return list(reversed(chain))

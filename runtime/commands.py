@@ -29,12 +29,38 @@ def index_dir(args: argparse.Namespace) -> Path:
     return Path(args.index) if args.index else default_index_dir()
 
 
+def usable_index_dir(args: argparse.Namespace) -> Path:
+    """The index folder, refused with what to do when it is a file or cannot be written (it
+    need not exist yet: the engine creates it)."""
+    folder = index_dir(args)
+    if args.index:
+        name = f"--index {folder}"
+    elif os.environ.get("SKILLGROVE_INDEX"):
+        name = f"the index folder {folder} ($SKILLGROVE_INDEX)"
+    else:
+        name = f"the index folder {folder}"
+    existing = folder  # the folder, or the nearest parent that exists
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == folder and not folder.is_dir():
+        raise SkillgroveError(f"{name} is a file, not a folder: give a folder for the index (it "
+                              "is created when missing)")
+    if not existing.is_dir():
+        raise SkillgroveError(f"{name} cannot be created: {existing} is a file; give a folder "
+                              "for the index")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == folder else f" ({existing} is not writable)"
+        raise SkillgroveError(f"{name} is not writable{where}: give a folder you can write to, "
+                              "or change its permissions")
+    return folder
+
+
 def engine_from_args(args: argparse.Namespace) -> Skillgrove:
     """The one engine a command talks to, built from the options every command shares."""
     from skillgrove.runtime.engine import Skillgrove
 
     paths = library_paths(getattr(args, "paths", None) or getattr(args, "library", None))
-    return Skillgrove(paths, index=index_dir(args), store=args.store, model=args.model,
+    return Skillgrove(paths, index=usable_index_dir(args), store=args.store, model=args.model,
                       allow_rules=getattr(args, "allow_rule", None) or (),
                       concurrency=getattr(args, "concurrency", 4),
                       log=_say)
@@ -101,24 +127,55 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+MAX_CONTEXT_DEPTH = 64
+"""Objects and lists a context file may nest (deeper ones would exhaust the recursion of the
+code that reads the values later)."""
+
+
 def load_context(path: Path | None) -> RequestContext:
     from skillgrove.runtime.engine import Skillgrove
 
     if path is None:
         return RequestContext()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
         raise SkillgroveError(f"cannot read context file {path}: {exc.strerror}") from exc
+    too_deep = (f"{path}: context is nested more than {MAX_CONTEXT_DEPTH} levels deep (objects "
+                "and lists): flatten it")
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise SkillgroveError(f"{path}: context is not UTF-8 (byte 0x{raw[exc.start]:02x} at "
+                              f"offset {exc.start}): save the file as UTF-8") from None
+    except RecursionError:
+        raise SkillgroveError(too_deep) from None
     except json.JSONDecodeError as exc:
         raise SkillgroveError(f"{path}:{exc.lineno}:{exc.colno}: context is not JSON: "
                               f"{exc.msg}") from exc
     if not isinstance(data, dict):
         raise SkillgroveError(f"{path}: context must be a JSON object")
+    if _nesting(data, MAX_CONTEXT_DEPTH) > MAX_CONTEXT_DEPTH:
+        raise SkillgroveError(too_deep)
     try:
         return Skillgrove.context(data)
     except SkillgroveError as exc:
         raise SkillgroveError(f"{path}: {exc}") from exc
+
+
+def _nesting(value: Any, limit: int) -> int:
+    """How deeply objects and lists nest in ``value`` (counted without recursion; the count
+    stops once it passes ``limit``)."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending and deepest <= limit:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
@@ -484,6 +541,9 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
     from skillgrove.graph.learning import draft_to_yaml
 
+    if args.out.exists() and not args.out.is_dir():
+        raise SkillgroveError(f"--out {args.out} is a file: it must be a folder (one YAML file "
+                              "is written into it per draft group)")
     engine = engine_from_args(args)
     try:
         drafts = engine.suggest_groups(args.history, min_support=args.min_support)
@@ -494,16 +554,23 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
     # steps call skills by name and bind the inputs the skills declare.
     names = {s.id: s.name for s in skills}
     contracts = {key: (s.inputs, s.outputs) for s in skills for key in (s.id, s.name)}
-    args.out.mkdir(parents=True, exist_ok=True)
     written = 0
-    for draft in drafts[: args.limit]:
-        target = args.out / f"{draft.id}.yaml"
-        if target.exists() and not args.force:
-            out.write(f"skipped {target} (exists; --force replaces it)\n")
-            continue
-        target.write_text(draft_to_yaml(draft, names, contracts=contracts), encoding="utf-8")
-        out.write(f"wrote {target}: {len(draft.members)} skills, seen {draft.support} times\n")
-        written += 1
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for draft in drafts[: args.limit]:
+            target = args.out / f"{draft.id}.yaml"
+            if target.exists() and not args.force:
+                out.write(f"skipped {target} (exists; --force replaces it)\n")
+                continue
+            target.write_text(draft_to_yaml(draft, names, contracts=contracts),
+                              encoding="utf-8")
+            out.write(f"wrote {target}: {len(draft.members)} skills, seen {draft.support} "
+                      "times\n")
+            written += 1
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        raise SkillgroveError(f"--out {args.out}: cannot write the drafts there "
+                              f"({exc.strerror}{where}): give a folder you can write to") from exc
     out.write(f"{written} draft groups in {args.out}; review them, then keep the ones you want "
               "in a groups/ folder of your library\n")
     return 0
@@ -522,9 +589,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     request = "summarize the quarterly report PDF and email the key numbers to my team"
     out.write(f"$ skillgrove ask {json.dumps(request)} --yes  (context: {json.dumps(values)})"
               "\n\n")
-    engine = Skillgrove([library], index=index_dir(args), store=args.store, model=args.model,
-                        concurrency=args.concurrency,
-                        log=_say)
+    engine = Skillgrove([library], index=usable_index_dir(args), store=args.store,
+                        model=args.model, concurrency=args.concurrency, log=_say)
     try:
         # The demo's mail goes to the outbox (no SMTP_HOST), which is why it may run unasked.
         answer = engine.ask(request, {"values": values}, budget=args.budget, fmt=args.format,

@@ -492,6 +492,7 @@ class Skillgrove:
         """A :class:`RequestContext` from ``{"values": …, "recent_skills": …,
         "conversation": …}`` (or one already made)."""
         from skillgrove.graph.retrieval import RequestContext
+        from skillgrove.groups.expressions import type_of
 
         if value is None:
             return RequestContext()
@@ -504,7 +505,13 @@ class Skillgrove:
                           ("conversation", list)):
             if value.get(key) is not None and not isinstance(value[key], kind):
                 expected = "an object" if kind is Mapping else "a list of strings"
-                raise InvalidRequestError(f"context.{key}", f"must be {expected}")
+                raise InvalidRequestError(f"context.{key}",
+                                          f"must be {expected} (got {type_of(value[key])})")
+        for key in ("recent_skills", "conversation"):
+            for position, item in enumerate(value.get(key) or ()):
+                if not isinstance(item, str):
+                    raise InvalidRequestError(f"context.{key}[{position}]",
+                                              f"must be a string (got {type_of(item)})")
         return RequestContext.from_json(value)
 
     @property
@@ -722,12 +729,14 @@ class Skillgrove:
         """A runner for one call. Each run gets its folder under ``<index>/runs/``; mail that
         skills write to an outbox goes to ``$SKILLGROVE_OUTBOX``, else ``<index>/outbox`` (the
         same for ``run``, ``ask`` and ``demo``)."""
+        from skillgrove.graph.runlog import make_private_folder
         from skillgrove.runtime.events import ignore
         from skillgrove.runtime.executors import SubprocessExecutor
         from skillgrove.runtime.runner import Runner, RunOptions
 
         library = self.library
         index = self.index_dir.absolute()
+        runs_dir = make_private_folder(index / "runs", ours=True)  # inputs and outputs
         executor = self._executor
         if executor is None:
             environ = dict(os.environ)
@@ -737,7 +746,7 @@ class Skillgrove:
         return Runner(groups if groups is not None else library.groups, library.skills,
                       executor, run_log=self.run_log, events=on_event or ignore,
                       options=RunOptions(max_concurrency=self.concurrency,
-                                         runs_dir=index / "runs"),
+                                         runs_dir=runs_dir),
                       stop=stop)
 
     def effects(self, group: str) -> dict[str, tuple[str, ...]]:

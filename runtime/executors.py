@@ -1,10 +1,19 @@
 """Running one skill: a Python callable or a command in a subprocess, or an HTTP endpoint.
 
-Every execution gets a timeout that kills the whole process tree (the child runs in its own
-session, and the session's process group is killed), an output cap (reading stops and the tree is
-killed once stdout passes it), a working directory inside the skill folder, and only the
-environment variables the skill declares (``requires.env`` and ``entrypoint.env``) plus a minimal
-base (PATH, HOME, LANG, TMPDIR). Cancelling (:class:`Cancel`) kills the tree the same way.
+Every execution gets a wall-clock deadline, an output cap (reading stops and the tree is killed
+once stdout passes it), a working directory inside the skill folder, and only the environment
+variables the skill declares (``requires.env`` and ``entrypoint.env``) plus a minimal base (PATH,
+HOME, LANG, TMPDIR). Cancelling (:class:`Cancel`) stops it the same way as the deadline.
+
+A command is not started directly but through :mod:`skillgrove.runtime.launcher`, itself started
+with the skill's filtered environment. The launcher adopts every orphaned descendant (a child
+subreaper), puts the skill in a PID namespace of its own where the kernel allows it, drops the
+capabilities that read other processes' memory, and at the deadline, on cancel, or when the skill
+exits, kills the whole tree, ``setsid`` daemons included. This process makes itself non-dumpable
+before the first launch, so the kernel refuses other processes of the same user (a skill that
+walks ``/proc``) its ``/proc/<pid>/environ``. The engine stops reading when the launcher is gone
+and never waits on a pipe that an escaped process holds open. An HTTP endpoint gets the same
+total deadline (not one per read) and is cut off on cancel.
 
 Inside a run, a skill also gets its :class:`Workspace`: ``SKILLGROVE_RUN_DIR`` (the run's own
 folder) and ``SKILLGROVE_STEP_DIR`` (this step's folder inside it, which exists). A skill that
@@ -19,9 +28,15 @@ name ends in ``RetryableError`` (or ``ConnectionError``/``TimeoutError``), a com
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import http.client
 import json
+import math
 import os
+import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -36,12 +51,20 @@ from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 
+from skillgrove.skills import boundedjson
+from skillgrove.skills.limits import DURATION_MAX_SECONDS
 from skillgrove.skills.model import Skill
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_OUTPUT_CAP = 10 * 1024 * 1024
 EX_TEMPFAIL = 75
 _BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "TZ")
+LAUNCHER = Path(__file__).with_name("launcher.py")
+STOP_GRACE = 2.0
+"""Seconds the launcher gets to kill the tree and exit before its session is killed outright."""
+DRAIN_GRACE = 0.5
+"""Seconds the pipes are still read after the launcher exited (then whatever holds them is
+ignored)."""
 
 # Runs inside the child: import the skill's file by path, call the function with the JSON
 # inputs, print the JSON result. Errors become a JSON line on stderr's last line.
@@ -149,39 +172,200 @@ def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None) ->
     env.setdefault("PATH", os.defpath)
     env["PYTHONIOENCODING"] = "utf-8"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # Python would run a matching __pycache__/*.pyc instead of the scanned source; with the
+    # cache moved to an empty folder nothing is ever written to, only the source runs.
+    env["PYTHONPYCACHEPREFIX"] = _empty_pycache()
     return env
 
 
+_PYCACHE: list[str] = []
+
+
+def _empty_pycache() -> str:
+    if not _PYCACHE:
+        import tempfile
+
+        _PYCACHE.append(tempfile.mkdtemp(prefix="skillgrove-nopyc-"))
+    return _PYCACHE[0]
+
+
+def check_duration(seconds: float) -> float:
+    """``seconds`` as a float, if it is a usable deadline: finite, > 0 and at most a day.
+
+    >>> check_duration(2)
+    2.0
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+            or not math.isfinite(seconds) or not 0 < seconds <= DURATION_MAX_SECONDS:
+        raise ValueError(f"a timeout must be a finite number of seconds in (0, "
+                         f"{DURATION_MAX_SECONDS:g}], not {seconds!r}")
+    return float(seconds)
+
+
+@functools.cache
+def hide_own_environment() -> bool:
+    """Make this process non-dumpable (Linux), once: then only a process with CAP_SYS_PTRACE
+    may read its ``/proc/<pid>/environ``, memory or file descriptors. Core dumps are off too.
+    True when it took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(4, 0, 0, 0, 0) == 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return False
+
+
+class _Tree:
+    """A launched skill: the launcher process and the pipe whose closing tells it to kill."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], control: int) -> None:
+        self.proc = proc
+        self._control: int | None = control
+        self._lock = threading.Lock()
+        self.stopped_at: float | None = None
+
+    def stop(self) -> None:
+        """Ask the launcher to kill every process of the tree (it exits when they are gone)."""
+        with self._lock:
+            if self._control is not None:
+                os.close(self._control)
+                self._control = None
+                self.stopped_at = time.monotonic()
+
+    def force(self) -> None:
+        """Kill the launcher's session outright (it did not stop in time)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+
+class _Connections:
+    """The sockets of one HTTP call, so that another thread can cut them off."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.closed = False
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if not self.closed:
+                return
+        self._shut(sock)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _opener(connections: _Connections) -> urllib.request.OpenerDirector:
+    """A urllib opener whose every connection (redirects included) is registered."""
+
+    def watched(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+        class Watched(base):  # type: ignore[valid-type,misc]
+            def connect(self) -> None:
+                super().connect()
+                connections.add(self.sock)
+        return Watched
+
+    class Http(urllib.request.HTTPHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    class Https(urllib.request.HTTPSHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    return urllib.request.build_opener(Http(), Https())
+
+
 def validate_outputs(skill: Skill, outputs: Any) -> str | None:
-    """Why ``outputs`` break the skill's output schema, or None."""
+    """Why ``outputs`` break the skill's output schema, or None. A schema that cannot be
+    applied (a ``$ref`` to nowhere, a malformed keyword) is the skill's fault too: reported
+    the same way, never raised."""
     if skill.outputs is None:
         return None if isinstance(outputs, Mapping) else "a skill must return a JSON object"
-    errors = sorted(Draft202012Validator(dict(skill.outputs)).iter_errors(outputs),
-                    key=lambda e: list(e.path))
-    if not errors:
-        return None
-    where = ".".join(str(p) for p in errors[0].path) or "output"
-    return f"output does not match the declared schema at {where}: {errors[0].message}"
+    try:
+        errors = sorted(Draft202012Validator(dict(skill.outputs)).iter_errors(outputs),
+                        key=lambda e: [(1, 0, p) if isinstance(p, str) else (0, p, "")
+                                       for p in e.path])
+        if not errors:
+            return None
+        where = ".".join(str(p) for p in errors[0].path) or "output"
+        message = errors[0].message
+    except Exception as exc:  # jsonschema raises many kinds for a broken schema
+        return f"the skill's output schema cannot be applied: {_described(exc)}"
+    return f"output does not match the declared schema at {where}: {_cut(message)}"
+
+
+_MESSAGE_CHARS = 300
+"""How much of a message quoting a skill's output (or a server's) an error keeps."""
+
+
+def _described(exc: BaseException) -> str:
+    """``Name: message``, the message cut to ``_MESSAGE_CHARS``."""
+    text = _cut(str(exc))
+    return type(exc).__name__ + (f": {text}" if text else "")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
+
+
+def parse_outputs(data: bytes, what: str) -> tuple[dict[str, Any], str | None]:
+    """A skill's JSON object from the bytes it wrote (``what``: "output", "response"), or why
+    not: not UTF-8, not JSON, nested deeper or holding numbers longer than
+    :mod:`skills.limits` allows (see :mod:`skills.boundedjson`), not an object."""
+    try:
+        outputs = boundedjson.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return {}, f"{what} is not JSON: {exc}"
+    except boundedjson.JSONLimitError as exc:
+        return {}, f"{what} refused: {exc}"
+    except ValueError as exc:  # json.JSONDecodeError
+        return {}, f"{what} is not JSON: {_cut(str(exc))}"
+    if not isinstance(outputs, dict):
+        return {}, ("a skill must return a JSON object" if what == "output"
+                    else "the endpoint must return a JSON object")
+    return outputs, None
 
 
 class SubprocessExecutor:
-    """Python and command entrypoints in a subprocess; HTTP entrypoints with urllib."""
+    """Python and command entrypoints in a subprocess; HTTP entrypoints with urllib.
+
+    ``pid_namespace=False`` keeps the skill in this process's PID namespace (the launcher still
+    adopts and kills its whole tree); by default a namespace is used wherever the kernel allows.
+    """
 
     def __init__(self, *, output_cap: int = DEFAULT_OUTPUT_CAP, python: str = sys.executable,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, pid_namespace: bool = True) -> None:
         self.output_cap = output_cap
         self.python = python
         self.environ = environ
+        self.pid_namespace = pid_namespace
 
     def execute(self, skill: Skill, inputs: Mapping[str, Any], *, timeout: float | None,
                 cancel: Cancel, workspace: Workspace | None = None) -> ExecResult:
         entry = skill.entrypoint
         if entry is None:
             return ExecResult(Outcome.ERROR, error=f"skill '{skill.name}' is instruction-only")
-        limit = timeout or entry.timeout or DEFAULT_TIMEOUT
+        limit = check_duration(timeout if timeout is not None
+                               else entry.timeout or DEFAULT_TIMEOUT)
         started = time.perf_counter()
         if entry.kind == "http":
-            result = self._http(entry.target, entry.method, dict(entry.headers), inputs, limit)
+            result = self._http_within(entry.target, entry.method, dict(entry.headers), inputs,
+                                       limit, cancel)
         else:
             if entry.kind == "python":
                 file, func = entry.target.rsplit(":", 1)
@@ -204,60 +388,45 @@ class SubprocessExecutor:
 
     def _process(self, argv: list[str], skill: Skill, env: Mapping[str, str],
                  inputs: Mapping[str, Any], limit: float, cancel: Cancel) -> ExecResult:
+        hide_own_environment()
+        control, stop_pipe = os.pipe()
+        launch = [sys.executable or self.python, "-I", "-S", str(LAUNCHER), str(control),
+                  *([] if self.pid_namespace else ["--no-namespace"]), "--", *argv]
         try:
             proc = subprocess.Popen(
-                argv, cwd=skill.folder, env=dict(env),
+                launch, cwd=skill.folder, env=dict(env), pass_fds=(control,),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True)
         except OSError as exc:
-            return ExecResult(Outcome.ERROR, error=f"cannot start {argv[0]}: {exc.strerror}")
+            os.close(stop_pipe)
+            return ExecResult(Outcome.ERROR, error=f"cannot start {launch[0]}: {exc.strerror}")
+        finally:
+            os.close(control)
+        tree = _Tree(proc, stop_pipe)
         killed = threading.Event()
 
         def kill() -> None:
             killed.set()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            tree.stop()
 
         cancel.on_cancel(kill)
-        timer = threading.Timer(limit, kill)
-        timer.daemon = True
-        timer.start()
+        deadline = time.monotonic() + limit
         stdout = bytearray()
         stderr = bytearray()
-        over_cap = False
-
-        def drain_stderr() -> None:
-            assert proc.stderr is not None
-            for chunk in iter(lambda: proc.stderr.read(65536), b""):  # type: ignore[union-attr]
-                stderr.extend(chunk)
-                del stderr[:-65536]
-
-        err_thread = threading.Thread(target=drain_stderr, daemon=True)
-        err_thread.start()
         try:
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                proc.stdin.write(json.dumps(dict(inputs), ensure_ascii=False).encode())
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            while True:
-                chunk = proc.stdout.read(65536)
-                if not chunk:
-                    break
-                stdout.extend(chunk)
-                if len(stdout) > self.output_cap:
-                    over_cap = True
-                    kill()
-                    break
-            proc.wait()
+            payload = json.dumps(dict(inputs), ensure_ascii=False).encode()
+            over_cap = self._collect(tree, payload, stdout, stderr, deadline, kill)
         finally:
-            timer.cancel()
             cancel.on_cancel(None)
-            # The tree may still hold the pipes (a grandchild); make sure it is gone.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            err_thread.join(timeout=2)
+            tree.stop()
+            try:
+                proc.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                tree.force()
+                proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # type: ignore[union-attr]
         tail = bytes(stderr).decode("utf-8", "replace")
         if cancel.is_set():
             return ExecResult(Outcome.CANCELLED, error=_cancelled(cancel),
@@ -272,23 +441,107 @@ class SubprocessExecutor:
             message, retryable = _error_from_stderr(tail, proc.returncode)
             return ExecResult(Outcome.ERROR, error=message, retryable=retryable,
                               stderr_tail=tail[-2000:])
-        try:
-            outputs = json.loads(bytes(stdout).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return ExecResult(Outcome.ERROR, error=f"output is not JSON: {exc}",
-                              stderr_tail=tail[-2000:])
-        if not isinstance(outputs, dict):
-            return ExecResult(Outcome.ERROR, error="a skill must return a JSON object",
-                              stderr_tail=tail[-2000:])
+        outputs, problem = parse_outputs(bytes(stdout), "output")
+        if problem is not None:
+            return ExecResult(Outcome.ERROR, error=problem, stderr_tail=tail[-2000:])
         return ExecResult(Outcome.SUCCESS, outputs, stderr_tail=tail[-2000:])
 
+    def _collect(self, tree: _Tree, payload: bytes, stdout: bytearray, stderr: bytearray,
+                 deadline: float, kill: Callable[[], None]) -> bool:
+        """Write ``payload`` to the skill's stdin and read its stdout and stderr (the last
+        64 KiB of it) until the launcher has exited and the pipes ended (or, should something
+        outside the tree hold them, a little later), or stdout passes the cap (True). Stops
+        the tree at the deadline."""
+        proc = tree.proc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        stdin = proc.stdin.fileno()
+        os.set_blocking(stdin, False)
+        pending = memoryview(payload)
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdin, selectors.EVENT_WRITE)
+            selector.register(proc.stdout.fileno(), selectors.EVENT_READ, stdout)
+            selector.register(proc.stderr.fileno(), selectors.EVENT_READ, stderr)
+            gone_at: float | None = None
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    kill()
+                if tree.stopped_at is not None and now > tree.stopped_at + STOP_GRACE:
+                    tree.force()
+                if gone_at is None and proc.poll() is not None:
+                    gone_at = now
+                if gone_at is not None and (not selector.get_map()
+                                            or now > gone_at + DRAIN_GRACE):
+                    break  # whatever still holds a pipe escaped the tree: do not wait for it
+                if not selector.get_map():
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(0.05)
+                    continue
+                for key, _ in selector.select(timeout=0.05):
+                    if key.fd == stdin:
+                        try:
+                            pending = pending[os.write(stdin, pending[:65536]):]
+                        except BlockingIOError:
+                            continue
+                        except OSError:  # the skill closed its stdin or exited: fine
+                            pending = pending[:0]
+                        if not pending:
+                            selector.unregister(stdin)
+                            proc.stdin.close()
+                        continue
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fd)
+                        continue
+                    buffer: bytearray = key.data
+                    buffer.extend(chunk)
+                    if buffer is stderr:
+                        del stderr[:-65536]
+                    elif len(stdout) > self.output_cap:
+                        kill()
+                        return True
+        return False
+
+    def _http_within(self, url: str, method: str, headers: dict[str, str],
+                     inputs: Mapping[str, Any], limit: float, cancel: Cancel) -> ExecResult:
+        """:meth:`_http` with one deadline for the whole call (connecting, sending, every read)
+        and cancellation: at either, the connection is shut and the call returns at once."""
+        connections = _Connections()
+        done = threading.Event()
+        box: list[ExecResult] = []
+
+        def call() -> None:
+            try:
+                box.append(self._http(url, method, headers, inputs, limit, _opener(connections)))
+            except Exception as exc:  # reported as the step's failure, not lost in the thread
+                box.append(ExecResult(Outcome.ERROR, error=f"{type(exc).__name__}: {exc}"))
+            finally:
+                done.set()
+
+        cancel.on_cancel(done.set)
+        try:
+            worker = threading.Thread(target=call, name=f"http {url}", daemon=True)
+            worker.start()
+            done.wait(limit)
+        finally:
+            cancel.on_cancel(None)
+        if cancel.is_set():
+            connections.close()
+            return ExecResult(Outcome.CANCELLED, error=_cancelled(cancel))
+        if not box:
+            connections.close()
+            return ExecResult(Outcome.TIMEOUT, error=f"timed out after {limit:g} s",
+                              retryable=True)
+        return box[0]
+
     def _http(self, url: str, method: str, headers: dict[str, str], inputs: Mapping[str, Any],
-              limit: float) -> ExecResult:
+              limit: float, opener: urllib.request.OpenerDirector | None = None) -> ExecResult:
         body = json.dumps(dict(inputs), ensure_ascii=False).encode()
         request = urllib.request.Request(url, data=body, method=method, headers={
             "Content-Type": "application/json", "Accept": "application/json", **headers})
         try:
-            with urllib.request.urlopen(request, timeout=limit) as response:
+            with (opener or urllib.request.build_opener()).open(request, timeout=limit) \
+                    as response:
                 data = response.read(self.output_cap + 1)
         except urllib.error.HTTPError as exc:
             return ExecResult(Outcome.ERROR, error=f"HTTP {exc.code} from {url}",
@@ -299,15 +552,28 @@ class SubprocessExecutor:
         except urllib.error.URLError as exc:
             return ExecResult(Outcome.ERROR, error=f"cannot reach {url}: {exc.reason}",
                               retryable=True)
+        except http.client.RemoteDisconnected:
+            return ExecResult(Outcome.ERROR, error=f"{url} closed the connection without an "
+                              "HTTP response", retryable=True)
+        except http.client.BadStatusLine as exc:
+            return ExecResult(Outcome.ERROR, error=f"{url} did not answer with an HTTP status "
+                              f"line (it sent {_cut(str(exc))!r})")
+        except http.client.HTTPException as exc:  # a header line too long, too many headers
+            return ExecResult(Outcome.ERROR, error=f"{url} sent a malformed HTTP response: "
+                              f"{_described(exc)}")
+        except ConnectionError as exc:  # reset while the answer was read
+            return ExecResult(Outcome.ERROR, error=f"the connection to {url} failed while "
+                              f"reading the response: {exc.strerror or type(exc).__name__}",
+                              retryable=True)
+        except OSError as exc:
+            return ExecResult(Outcome.ERROR, error=f"the request to {url} failed: "
+                              f"{exc.strerror or type(exc).__name__}")
         if len(data) > self.output_cap:
             return ExecResult(Outcome.ERROR, error=f"response exceeded the {self.output_cap:,}"
                               "-byte cap")
-        try:
-            outputs = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return ExecResult(Outcome.ERROR, error=f"response is not JSON: {exc}")
-        if not isinstance(outputs, dict):
-            return ExecResult(Outcome.ERROR, error="the endpoint must return a JSON object")
+        outputs, problem = parse_outputs(data, "response")
+        if problem is not None:
+            return ExecResult(Outcome.ERROR, error=problem)
         return ExecResult(Outcome.SUCCESS, outputs)
 
 
@@ -329,8 +595,10 @@ def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
 
 class InProcessExecutor:
     """Runs registered Python functions in this process: for tests, benchmarks and embedding.
-    A function cannot be killed: a cancelled run waits for it to return. It gets no
-    :class:`Workspace` (the environment is the process's own).
+    A function cannot be killed: with a timeout it runs in a thread of its own, and at the
+    timeout or on cancel the step ends while the function runs on, its result discarded
+    (without a timeout a cancel is noticed when it returns). It gets no :class:`Workspace` (the
+    environment is the process's own).
 
     >>> executor = InProcessExecutor({"add": lambda a, b: {"sum": a + b}})
     """
@@ -355,11 +623,22 @@ class InProcessExecutor:
         if timeout is None:
             call()
         else:
-            worker = threading.Thread(target=call, daemon=True)
-            worker.start()
-            worker.join(timeout)
-            if worker.is_alive():
-                return ExecResult(Outcome.TIMEOUT, error=f"timed out after {timeout:g} s",
+            limit = check_duration(timeout)
+            done = threading.Event()
+
+            def run() -> None:
+                call()
+                done.set()
+
+            cancel.on_cancel(done.set)
+            try:
+                worker = threading.Thread(target=run, daemon=True)
+                worker.start()
+                done.wait(limit)
+            finally:
+                cancel.on_cancel(None)
+            if worker.is_alive() and not cancel.is_set():
+                return ExecResult(Outcome.TIMEOUT, error=f"timed out after {limit:g} s",
                                   retryable=True, seconds=time.perf_counter() - started)
         seconds = time.perf_counter() - started
         if cancel.is_set():
@@ -372,7 +651,7 @@ class InProcessExecutor:
             return ExecResult(Outcome.ERROR, error=f"{name}: {exc}", retryable=retryable,
                               seconds=seconds)
         value = result.get("value")
-        problem = validate_outputs(skill, value)
+        problem = boundedjson.value_problem(value) or validate_outputs(skill, value)
         if problem:
             return ExecResult(Outcome.ERROR, error=problem, seconds=seconds)
         return ExecResult(Outcome.SUCCESS, dict(value or {}), seconds=seconds)

@@ -91,6 +91,7 @@ from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from skillgrove.graph.errors import StoreError
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import group_view, skill_view
 from skillgrove.skills.diagnostics import did_you_mean
@@ -628,6 +629,8 @@ def _version() -> str:
 def _add_error_handlers(app: FastAPI) -> None:
     async def on_engine_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, SkillgroveError)
+        if isinstance(exc, StoreError):
+            raise exc  # the server's own storage, not the request: a 500, logged in full
         status, body = _engine_error(exc)
         return _JSON(body, status_code=status)
 

@@ -122,23 +122,37 @@ class Plan:
 
 
 def topological_levels(group: Group) -> tuple[tuple[str, ...], ...]:
-    """Steps grouped by depth: level 0 needs nothing, level n needs something at level n-1."""
-    level: dict[str, int] = {}
-    remaining = {s.id: set(s.needs) for s in group.steps}
+    """Steps grouped by depth: level 0 needs nothing, level n needs something at level n-1.
+
+    Kahn's algorithm, linear in steps and needs; each level keeps the file's order."""
     order = [s.id for s in group.steps]
-    current = 0
-    while remaining:
-        ready = [sid for sid in order if sid in remaining and not remaining[sid]]
-        if not ready:
-            raise RunError(f"group '{group.id}' has a cycle among {sorted(remaining)}")
-        for sid in ready:
-            level[sid] = current
-            del remaining[sid]
-        for deps in remaining.values():
-            deps.difference_update(ready)
-        current += 1
+    waiting = {s.id: len(set(s.needs)) for s in group.steps}
+    needed_by: dict[str, list[str]] = {sid: [] for sid in order}
+    for step in group.steps:
+        for need in set(step.needs):
+            if need not in needed_by:
+                raise RunError(f"group '{group.id}': step '{step.id}' needs unknown step "
+                               f"'{need}'")
+            needed_by[need].append(step.id)
+    level: dict[str, int] = {}
+    ready = [sid for sid in order if waiting[sid] == 0]
+    for sid in ready:
+        level[sid] = 0
+    while ready:
+        sid = ready.pop()
+        for later in needed_by[sid]:
+            level[later] = max(level.get(later, 0), level[sid] + 1)
+            waiting[later] -= 1
+            if waiting[later] == 0:
+                ready.append(later)
+    if len(level) < len(order) or any(waiting.values()):
+        stuck = sorted(sid for sid, count in waiting.items() if count)
+        raise RunError(f"group '{group.id}' has a cycle among {stuck}")
     depth = max(level.values(), default=-1) + 1
-    return tuple(tuple(sid for sid in order if level[sid] == d) for d in range(depth))
+    rows: list[list[str]] = [[] for _ in range(depth)]
+    for sid in order:
+        rows[level[sid]].append(sid)
+    return tuple(tuple(row) for row in rows)
 
 
 def resolve_inputs(group: Group, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -742,8 +756,12 @@ class Runner:
             first = rerun if attempt == 1 else {}
             self._emit(Event(EventKind.STEP_STARTED, run_id, group.id, name, attempt=attempt,
                              **first))
-            result = self.executor.execute(skill, inputs, timeout=timeout, cancel=cancel,
-                                           workspace=workspace)
+            try:
+                result = self.executor.execute(skill, inputs, timeout=timeout, cancel=cancel,
+                                               workspace=workspace)
+            except Exception as exc:  # an executor that breaks fails this step, not the run
+                result = ExecResult(Outcome.ERROR,
+                                    error=f"the executor failed: {type(exc).__name__}: {exc}")
             if result.ok:
                 seconds = time.perf_counter() - started
                 self._emit(Event(EventKind.STEP_FINISHED, run_id, group.id, name,

@@ -6,7 +6,7 @@ Every error skillgrove raises on purpose derives from :class:`SkillgroveError`::
      ├── LibraryError            a library (skills and groups) has errors; carries the diagnostics
      ├── ExpressionError         a ``${{ }}`` expression is wrong
      │    ├── ExpressionSyntaxError   it does not parse (carries the offset)
-     │    └── ExpressionEvalError     it parsed but cannot be evaluated with these values
+     │    └── ExpressionEvalError     it cannot be evaluated with these values (offset too)
      └── (graph and runtime add their own subclasses: StoreError, RunError, ...)
 
 User mistakes are reported as :class:`~skills.diagnostics.Diagnostic` values, collected all at once;
@@ -51,4 +51,10 @@ class ExpressionSyntaxError(ExpressionError):
 
 
 class ExpressionEvalError(ExpressionError):
-    """An expression parsed but cannot be evaluated with the given values."""
+    """An expression parsed but cannot be evaluated with the given values; ``offset``, when
+    known, is the 0-based position of the part that failed (in the expression text for
+    ``evaluate``, in the template string for ``render``)."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        self.offset = offset
+        super().__init__(message)

@@ -12,8 +12,9 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,15 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from skillgrove.skills._yaml import PathKey, SourceMap, YamlSyntaxError, format_path, load_located
+from skillgrove.skills import limits
+from skillgrove.skills._yaml import (
+    PathKey,
+    SourceMap,
+    YamlLimitError,
+    YamlSyntaxError,
+    format_path,
+    load_located,
+)
 from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
 from skillgrove.skills.model import (
     ID_SIDECAR,
@@ -32,13 +41,26 @@ from skillgrove.skills.model import (
     Skill,
     content_hash,
 )
-from skillgrove.skills.safety import Action, SafetyPolicy, companion_files, scan_text
+from skillgrove.skills.safety import (
+    FOLDER_MAX_ENTRIES,
+    HEAD_BYTES,
+    Action,
+    SafetyPolicy,
+    SkillFiles,
+    binary_code,
+    command_problems,
+    decode_source,
+    nested_imports,
+    path_problem,
+    scan_text,
+    skill_files,
+)
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
-COMPANION_MAX_BYTES = 1024 * 1024
+COMPANION_MAX_BYTES = limits.COMPANION_MAX_BYTES
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 
@@ -179,6 +201,11 @@ def split_frontmatter(text: str, out: _Collector) -> Frontmatter | None:
         return None
     try:
         located = load_located("\n".join(lines[1:end]), line_offset=1)
+    except YamlLimitError as exc:
+        out.error("limit-exceeded", f"frontmatter is too large to read: {exc.message}",
+                  line=exc.line, column=exc.column,
+                  hint="frontmatter holds a few short fields; move data into files of the skill")
+        return None
     except YamlSyntaxError as exc:
         hint: str | None = None
         if "mapping values are not allowed" in exc.message:
@@ -208,15 +235,11 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
         return SkillLoad(skill_file, None, tuple(out.items))
 
     try:
-        size = skill_file.stat().st_size
-        if size > options.safety.max_file_bytes:
-            out.error("file-too-large",
-                      f"SKILL.md is {size:,} bytes, over the {options.safety.max_file_bytes:,} limit",
-                      hint="move long reference material into separate files the body links to")
-            return SkillLoad(skill_file, None, tuple(out.items))
-        raw = skill_file.read_bytes()
-    except OSError as exc:
-        out.error("unreadable", f"cannot read SKILL.md: {exc.strerror or exc}")
+        raw = read_regular_file(skill_file, options.safety.max_file_bytes)
+    except UnreadableFile as exc:
+        out.error(exc.rule, exc.message, hint=exc.hint or (
+            "move long reference material into separate files the body links to"
+            if exc.rule == "file-too-large" else None))
         return SkillLoad(skill_file, None, tuple(out.items))
     try:
         text = raw.decode("utf-8")
@@ -227,7 +250,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
         return SkillLoad(skill_file, None, tuple(out.items))
 
     front = split_frontmatter(text, out)
-    _scan(text, skill_file, folder, options, out)
+    files = _scan(text, skill_file, folder, options, out)
     if front is None:
         return SkillLoad(skill_file, None, tuple(out.items))
 
@@ -262,7 +285,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
 
     inputs = _schema_field(data, "inputs", out)
     outputs = _schema_field(data, "outputs", out)
-    entrypoint = _entrypoint(data, folder, out)
+    entrypoint = _entrypoint(data, folder, out, files)
     requires = _requirements(data, out)
     tags = _string_list(data, "tags", out)
     depends_on = _string_list(data, "depends_on", out)
@@ -322,22 +345,198 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _scan(text: str, skill_file: Path, folder: Path, options: LoadOptions, out: _Collector) -> None:
-    rules = options.safety.active_rules()
-    findings = scan_text(text, skill_file, rules)
-    for extra_file in companion_files(folder):
+class UnreadableFile(Exception):
+    """A file a load would read is not a regular file, is too large, or cannot be read.
+
+    Internal: loaders turn it into a diagnostic with ``rule`` and ``message``.
+    """
+
+    def __init__(self, rule: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+        self.hint = hint
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else
+    :class:`UnreadableFile`.
+
+    The file is looked at (``os.stat``) before it is opened: a named pipe would block the load
+    for good and a device can do anything on open, so neither is ever opened. The open itself
+    does not block, and the file is checked again once open, in case it was swapped meanwhile.
+    """
+    name = path.name
+
+    def refuse(mode: int) -> UnreadableFile:
+        return UnreadableFile("not-a-regular-file",
+                              f"{name} is {_file_kind(mode)}, not a regular file; it was not read",
+                              "replace it with an ordinary file")
+
+    def too_large(size: int) -> UnreadableFile:
+        return UnreadableFile("file-too-large",
+                              f"{name} is {size:,} bytes, over the {max_bytes:,} limit")
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse(info.st_mode)
+        if info.st_size > max_bytes:
+            raise too_large(info.st_size)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
         try:
-            size = extra_file.stat().st_size
-            if size > COMPANION_MAX_BYTES:
-                out.error("file-too-large",
-                          f"{extra_file.name} is {size:,} bytes, over the "
-                          f"{COMPANION_MAX_BYTES:,} limit for scripts and references",
-                          hint=f"the scan cannot vouch for {extra_file}")
-                continue
-            extra_text = extra_file.read_text(encoding="utf-8", errors="replace")
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise refuse(info.st_mode)
+            chunks: list[bytes] = []
+            size = 0
+            while size <= max_bytes:
+                chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise UnreadableFile("unreadable", f"cannot read {name}: {exc.strerror or exc}") from exc
+    if size > max_bytes:
+        raise too_large(size)
+    return b"".join(chunks)
+
+
+def walk_folders(root: Path, out: list[Diagnostic] | None = None,
+                 skip: frozenset[str] | None = None) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk(root, followlinks=False)``, top down, without recursion and with limits.
+
+    Yields ``(folder, subfolder names, other names)`` in sorted order; the caller may prune the
+    subfolder list in place. Links to folders are listed but not entered. Folders deeper than
+    ``LIBRARY_MAX_DEPTH`` below ``root`` are not entered, and the walk stops after
+    ``LIBRARY_MAX_ENTRIES`` names; both are reported into ``out`` when it is given.
+    """
+    skip = _SKIP_DIRS if skip is None else skip
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    seen = 0
+    while stack:
+        current, depth = stack.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError:
             continue
+        seen += len(entries)
+        if seen > limits.LIBRARY_MAX_ENTRIES:
+            if out is not None:
+                out.append(Diagnostic(
+                    Severity.ERROR, "limit-exceeded",
+                    f"more than {limits.LIBRARY_MAX_ENTRIES:,} files and folders under {root}; "
+                    f"the search stopped at {current} (limit LIBRARY_MAX_ENTRIES)", current,
+                    hint="point skillgrove at the folder that holds the library, not above it"))
+            return
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        links: set[str] = set()
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                if is_dir and entry.is_symlink():
+                    links.add(entry.name)
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else filenames).append(entry.name)
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        yield current, dirnames, filenames
+        below = [current / d for d in dirnames if d not in links]
+        if not below:
+            continue
+        if depth >= limits.LIBRARY_MAX_DEPTH:
+            if out is not None:
+                out.append(Diagnostic(
+                    Severity.ERROR, "limit-exceeded",
+                    f"folders nest more than {limits.LIBRARY_MAX_DEPTH} levels below {root}; "
+                    f"nothing under {current} was searched (limit LIBRARY_MAX_DEPTH)", below[0],
+                    hint="move the skills nearer the library root"))
+            continue
+        stack.extend((folder, depth + 1) for folder in reversed(below))
+
+
+def _scan(text: str, skill_file: Path, folder: Path, options: LoadOptions,
+          out: _Collector) -> SkillFiles:
+    """Scan SKILL.md and every other file of the skill folder; reject what the scan cannot
+    vouch for: links, pipes and devices, code it cannot read (an executable, bytecode, an
+    archive of code), text over the size limit, scripts that reach into a nested skill. What
+    runs is then what was scanned: :func:`_entrypoint` allows only files of this listing."""
+    rules = options.safety.active_rules()
+    findings = scan_text(text, skill_file, rules)
+    files = skill_files(folder)
+    binary: list[Path] = []  # data the scan cannot read, so no entrypoint may run it
+    kind = binary_code(skill_file, b"")
+    if kind is not None:
+        out.error("binary-code", f"SKILL.md is also {kind}", hint="a SKILL.md is text only")
+    if files.truncated:
+        out.error("file-too-large", f"the skill folder holds more than {FOLDER_MAX_ENTRIES:,} "
+                  "files and folders; the scan stopped", hint="a skill is a few files: move data "
+                  "out of the skill folder")
+    for link in files.links:
+        out.items.append(Diagnostic(Severity.ERROR, "symlink", f"{_relative(link, folder)} is a "
+                                    "symbolic link; links in a skill folder are not followed, "
+                                    "so the skill is not loaded", link, None, None,
+                                    "replace the link with the file itself", out.subject))
+    for odd in files.special:
+        out.items.append(Diagnostic(Severity.ERROR, "not-a-regular-file",
+                                    f"{_relative(odd, folder)} is not a regular file (a pipe, "
+                                    "socket or device); it was not opened", odd, None, None,
+                                    "remove it from the skill folder", out.subject))
+    for extra_file in files.files:
+        where = _relative(extra_file, folder)
+        try:
+            raw = read_regular_file(extra_file, COMPANION_MAX_BYTES)
+        except UnreadableFile as exc:
+            if exc.rule == "file-too-large":
+                head = _head(extra_file)
+                if head is not None and decode_source(head) is None:  # binary data
+                    kind = binary_code(extra_file, head)
+                    if kind is not None:
+                        _binary(out, extra_file, where, kind)
+                    binary.append(extra_file)
+                    continue
+                out.error(exc.rule, exc.message + " for scripts and references",
+                          hint=f"the scan cannot vouch for {extra_file}")
+            elif exc.rule != "unreadable":  # a pipe or device put there meanwhile
+                out.error(exc.rule, exc.message, hint=f"the scan cannot vouch for {extra_file}")
+            continue
+        kind = binary_code(extra_file, raw[:HEAD_BYTES])
+        if kind is not None:
+            _binary(out, extra_file, where, kind)
+            continue
+        extra_text = decode_source(raw)
+        if extra_text is None:
+            binary.append(extra_file)  # an image, a font: data, unless something runs it
+            continue
         findings.extend(scan_text(extra_text, extra_file, rules))
+        if extra_file.suffix.lower() not in (".md", ".markdown"):
+            line = nested_imports(extra_text, files)
+            if line is not None:
+                out.items.append(Diagnostic(
+                    Severity.ERROR, "nested-skill", f"{where} reaches into a nested skill (a "
+                    "sub-folder with its own SKILL.md), which is not part of this skill",
+                    extra_file, line, 1, "give the nested skill its own entrypoint, or move "
+                    "the shared code out of it", out.subject))
     for finding in findings:
         where = "" if finding.path == skill_file else f" in {finding.path.name}"
         message = f"unsafe content{where}: {finding.rule.summary}: `{finding.excerpt}`"
@@ -350,6 +549,35 @@ def _scan(text: str, skill_file: Path, folder: Path, options: LoadOptions, out: 
         else:
             out.items.append(Diagnostic(Severity.WARNING, rule_id, message, finding.path,
                                         finding.line, 1, None, out.subject))
+    return replace(files, binary=tuple(binary))
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return path.relative_to(folder).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _binary(out: _Collector, path: Path, where: str, kind: str) -> None:
+    out.items.append(Diagnostic(Severity.ERROR, "binary-code", f"{where} is {kind}: code the "
+                                "scan cannot read, so the skill is not loaded", path, None, None,
+                                "ship the source, which the scan can read, instead",
+                                out.subject))
+
+
+def _head(path: Path) -> bytes | None:
+    """The first :data:`HEAD_BYTES` of a regular file, without blocking, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, HEAD_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _string_field(data: Mapping[str, Any], key: str, out: _Collector,
@@ -399,18 +627,353 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
         where = (key, *[p for p in exc.absolute_path if isinstance(p, str | int)])
         out.error("schema-invalid", f"'{key}' is not a valid JSON Schema: {exc.message}", at=where)
         return None
+    problems = schema_problems(schema)
+    for where, message in problems:
+        out.error("schema-invalid", f"'{key}' is not a usable JSON Schema: {message}",
+                  at=(key, *where))
+    if problems:
+        return None
     props = schema.get("properties")
     for name, prop in (props.items() if isinstance(props, dict) else ()):
         if isinstance(prop, dict) and "default" in prop:
-            problems = list(Draft202012Validator(prop).iter_errors(prop["default"]))
-            if problems:
-                out.error("default-type", f"{key}.{name}: default {prop['default']!r} does not "
-                          f"fit its schema: {problems[0].message}",
-                          at=(key, "properties", str(name), "default"))
+            at = (key, "properties", str(name), "default")
+            check = check_value(prop["default"], schema, ("properties", name))
+            if check.skipped:
+                out.warn("default-unchecked", f"{key}.{name}: default not checked against its "
+                         f"schema: {check.skipped}", at=at)
+            elif check.problems:
+                out.error("default-type", f"{key}.{name}: default {_short_repr(prop['default'])} "
+                          f"does not fit its schema: {check.problems[0]}", at=at)
     return schema
 
 
-def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entrypoint | None:
+# -- JSON Schema, used safely ---------------------------------------------------------------
+#
+# A schema in a skill is checked once at load time, so that nothing about it can fail later: every
+# `$ref` must resolve inside the schema (or to the JSON Schema meta-schemas; nothing is fetched
+# from the network), and no chain of `$ref`s may apply to the same value forever. Defaults (and
+# literal `with:` values in groups) are checked against the schema only when that is cheap and
+# safe: never against a `pattern` whose repetitions nest, which can backtrack for hours, and
+# within a bounded amount of work (see `skills.limits`). A value that is not checked is a
+# warning, not an error.
+
+_SCHEMA_URI = "urn:skillgrove:schema"
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref")
+
+
+@dataclass(frozen=True)
+class ValueCheck:
+    """The outcome of :func:`check_value`: the problems found, or why the value was not
+    checked."""
+
+    problems: tuple[str, ...] = ()
+    skipped: str | None = None
+
+
+def _short_repr(value: Any, width: int = 60) -> str:
+    text = repr(value) if _count_nodes(value, 1_000) < 1_000 else f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _count_nodes(value: Any, stop: int) -> int:
+    """Values inside ``value`` (itself included), counting at most ``stop``."""
+    count, stack = 0, [value]
+    while stack and count < stop:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(item.keys())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def _subschemas(schema: Any) -> Iterator[tuple[tuple[str | int, ...], dict[Any, Any]]]:
+    """Every mapping inside ``schema`` with its path, depth first (no recursion)."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), schema)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            yield path, item
+            stack.extend(((*path, k if isinstance(k, str | int) else str(k)), v)
+                         for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(item))
+
+
+def _registry(schema: Mapping[str, Any]) -> Any:
+    from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+    from referencing.jsonschema import DRAFT202012
+
+    resource = DRAFT202012.create_resource(dict(schema))
+    registry = REGISTRY.with_resource(_SCHEMA_URI, resource)
+    return registry
+
+
+def _pointer(ref: str) -> tuple[str, ...] | None:
+    """The path of a local ``#/a/b`` reference, or None for any other kind."""
+    if ref == "#":
+        return ()
+    if not ref.startswith("#/"):
+        return None
+    from urllib.parse import unquote
+
+    return tuple(unquote(part).replace("~1", "/").replace("~0", "~") for part in ref[2:].split("/"))
+
+
+def _follow(schema: Any, pointer: tuple[str, ...]) -> tuple[str | int, ...] | None:
+    """The path of the value a local pointer names, or None if it names nothing."""
+    path: list[str | int] = []
+    current = schema
+    for part in pointer:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+            path.append(part)
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+            path.append(int(part))
+        else:
+            return None
+    return tuple(path)
+
+
+def schema_problems(schema: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """What makes a (metaschema-valid) schema unusable: ``$ref``s that do not resolve, or that
+    loop without reading any part of the value. Each problem comes with its path in ``schema``."""
+    from referencing.exceptions import PointerToNowhere, Unresolvable
+
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    nested_ids = False
+    resolver = _registry(schema).resolver(_SCHEMA_URI)
+    local_edges: dict[tuple[str | int, ...], list[tuple[str | int, ...]]] = {}
+    for path, sub in _subschemas(schema):
+        if path and isinstance(sub.get("$id"), str):
+            nested_ids = True
+        ref = sub.get("$ref")
+        if not isinstance(ref, str):
+            continue
+        if nested_ids:
+            continue  # a nested $id moves the base of relative references; jsonschema decides
+        try:
+            resolver.lookup(ref)
+        except PointerToNowhere:
+            problems.append(((*path, "$ref"), f"$ref {ref!r} names nothing in this schema"))
+            continue
+        except Unresolvable:
+            problems.append(((*path, "$ref"), f"$ref {ref!r} points outside this schema; only "
+                             "references inside it are followed (nothing is fetched)"))
+            continue
+        except (ValueError, LookupError, TypeError) as exc:
+            problems.append(((*path, "$ref"), f"$ref {ref!r} cannot be followed: {exc}"))
+            continue
+        pointer = _pointer(ref)
+        target = _follow(schema, pointer) if pointer is not None and "$id" not in schema else None
+        if target is not None:
+            local_edges.setdefault(path, []).append(target)
+    if problems or nested_ids:
+        return problems
+    loop = _in_place_loop(schema, local_edges)
+    if loop is not None:
+        problems.append(((*loop, "$ref"), "this $ref leads back to itself without reading any "
+                         "part of the value, so checking a value would never end"))
+    return problems
+
+
+def _in_place_loop(schema: Any, refs: Mapping[tuple[str | int, ...], list[tuple[str | int, ...]]]
+                   ) -> tuple[str | int, ...] | None:
+    """A subschema that applies itself to the same value again (through ``$ref``, ``allOf``,
+    ``not``...), or None."""
+    nodes = dict(_subschemas(schema))
+
+    def edges(path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+        sub = nodes.get(path)
+        if sub is None:
+            return []
+        found = list(refs.get(path, ()))
+        for keyword in _IN_PLACE:
+            value = sub.get(keyword)
+            if keyword in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+                found.extend((*path, keyword, i) for i in range(len(value)))
+            elif keyword == "dependentSchemas" and isinstance(value, dict):
+                found.extend((*path, keyword, str(k)) for k in value)
+            elif keyword in ("not", "if", "then", "else") and isinstance(value, dict):
+                found.append((*path, keyword))
+        return found
+
+    state: dict[tuple[str | int, ...], int] = {}  # 1 on the current path, 2 done
+    for start in nodes:
+        if start in state:
+            continue
+        stack = [(start, iter(edges(start)))]
+        state[start] = 1
+        while stack:
+            node, pending = stack[-1]
+            nxt = next(pending, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return next((p for p, _ in stack if p in refs), node)
+            elif nxt not in state and nxt in nodes:
+                state[nxt] = 1
+                stack.append((nxt, iter(edges(nxt))))
+    return None
+
+
+def risky_pattern(pattern: str) -> bool:
+    """Whether a regular expression has a repetition inside a repetition (``(a+)+``,
+    ``(a|aa)*``, ``(x*y*)*``): the shapes that can make a match backtrack exponentially.
+
+    The scan is coarse on purpose: it may call a harmless pattern risky (which only means a
+    default is not checked against it), never the reverse for these shapes.
+
+    >>> risky_pattern("^(a+)+$"), risky_pattern("^[a-z0-9-]+$")
+    (True, False)
+    """
+    # Each open group records (repeats inside, alternation inside).
+    frames: list[list[bool]] = [[False, False]]
+    last_group: list[bool] | None = None  # the group that just closed, if the last atom is one
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        atom_group: list[bool] | None = None
+        if char == "\\":
+            i += 2
+        elif char == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+        elif char == "(":
+            frames.append([False, False])
+            i += 1
+        elif char == ")":
+            if len(frames) > 1:
+                atom_group = frames.pop()
+                if atom_group[0]:
+                    frames[-1][0] = True
+            i += 1
+        elif char == "|":
+            frames[-1][1] = True
+            i += 1
+        elif char in "*+?{":
+            repeats, i = _quantifier(pattern, i)
+            if repeats:
+                if last_group is not None and (last_group[0] or last_group[1]):
+                    return True
+                frames[-1][0] = True
+            last_group = None
+            continue
+        else:
+            i += 1
+        last_group = atom_group
+    return False
+
+
+def _quantifier(pattern: str, i: int) -> tuple[bool, int]:
+    """(whether the quantifier at ``i`` repeats more than once, index after it)."""
+    char = pattern[i]
+    if char in "*+":
+        end = i + 1
+        repeats = True
+    elif char == "?":
+        end = i + 1
+        repeats = False
+    else:
+        match = re.match(r"\{(\d*)(,?)(\d*)\}", pattern[i:])
+        if match is None:
+            return False, i + 1  # a literal '{'
+        end = i + match.end()
+        low, comma, high = match.groups()
+        bound = (_bound(high) if high else 10**6) if comma else (_bound(low) if low else 0)
+        repeats = bound > 1
+    if end < len(pattern) and pattern[end] in "?+":
+        end += 1  # lazy or possessive
+    return repeats, end
+
+
+def _bound(digits: str) -> int:
+    """The number a quantifier's digits spell, capped (Python refuses very long ones)."""
+    digits = digits.lstrip("0")
+    return int(digits) if len(digits) <= 6 else 10**6
+
+
+def _patterns(schema: Any) -> Iterator[str]:
+    for _, sub in _subschemas(schema):
+        if isinstance(sub.get("pattern"), str):
+            yield sub["pattern"]
+        if isinstance(sub.get("patternProperties"), dict):
+            yield from (str(k) for k in sub["patternProperties"])
+
+
+def _longest_string(value: Any) -> int:
+    longest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(str(k) for k in item)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return longest
+
+
+def check_value(value: Any, schema: Mapping[str, Any],
+                at: tuple[str | int, ...] = ()) -> ValueCheck:
+    """Check ``value`` against the part of ``schema`` at path ``at`` (references resolve against
+    the whole ``schema``), within the limits above. Never raises.
+
+    >>> check_value(3, {"properties": {"n": {"type": "string"}}}, ("properties", "n")).problems
+    ("3 is not of type 'string'",)
+    """
+    from referencing.exceptions import Unresolvable
+
+    patterns = list(_patterns(schema))
+    risky = next((p for p in patterns if risky_pattern(p)), None)
+    if risky is not None:
+        return ValueCheck(skipped=f"its pattern {risky!r} repeats a repetition, which can take "
+                          "exponential time to match")
+    if patterns and _longest_string(value) > limits.SCHEMA_PATTERN_MAX_SUBJECT:
+        return ValueCheck(skipped=f"it holds a string longer than "
+                          f"{limits.SCHEMA_PATTERN_MAX_SUBJECT:,} characters to match against a "
+                          "pattern (limit SCHEMA_PATTERN_MAX_SUBJECT)")
+    value_nodes = _count_nodes(value, limits.SCHEMA_CHECK_MAX_WORK + 1)
+    schema_nodes = _count_nodes(schema, limits.SCHEMA_CHECK_MAX_WORK + 1)
+    work = value_nodes * schema_nodes
+    if any("uniqueItems" in sub for _, sub in _subschemas(schema)):
+        work += value_nodes * value_nodes
+    if work > limits.SCHEMA_CHECK_MAX_WORK:
+        return ValueCheck(skipped=f"the value ({value_nodes:,} items) and the schema "
+                          f"({schema_nodes:,} items) are too large to check at load time "
+                          "(limit SCHEMA_CHECK_MAX_WORK)")
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in at)
+    from urllib.parse import quote
+
+    target = {"$ref": _SCHEMA_URI + "#" + quote(pointer, safe="/~")} if at else dict(schema)
+    try:
+        validator = Draft202012Validator(target, registry=_registry(schema))
+        problems = tuple(error.message for error in validator.iter_errors(value))
+    except Unresolvable as exc:
+        return ValueCheck((f"a $ref does not resolve: {exc}",))
+    except RecursionError:
+        return ValueCheck(("the schema refers to itself without end",))
+    except (ValueError, TypeError, OverflowError, LookupError) as exc:
+        return ValueCheck((f"the value cannot be checked against it: {exc}",))
+    return ValueCheck(problems)
+
+
+def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector,
+                files: SkillFiles | None = None) -> Entrypoint | None:
+    """The entrypoint, if every file it can run is a file of the skill that the scan read
+    (``files``; see :func:`skillgrove.skills.safety.command_problems`)."""
+    files = files if files is not None else skill_files(folder)
     raw = data.get("entrypoint")
     if raw is None:
         return None
@@ -435,8 +998,9 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
     kind = kinds[0]
     timeout = raw.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                or timeout <= 0):
-        out.error("entrypoint-invalid", "'entrypoint.timeout' must be a positive number of seconds",
+                                or not 0 < timeout <= limits.DURATION_MAX_SECONDS):
+        out.error("entrypoint-invalid", "'entrypoint.timeout' must be a positive number of seconds"
+                  f", at most {limits.DURATION_MAX_SECONDS:g} (limit DURATION_MAX_SECONDS)",
                   at=("entrypoint", "timeout"))
         timeout = None
     seconds = float(timeout) if timeout is not None else None
@@ -455,15 +1019,10 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
             out.error("entrypoint-invalid", f"python entrypoint '{target}' is not 'file.py:function'",
                       at=("entrypoint", "python"))
             return None
-        script = (folder / match["file"]).resolve()
-        if not _is_within(script, folder.resolve()):
-            out.error("path-escapes-root",
-                      f"python entrypoint '{match['file']}' is outside the skill folder",
-                      at=("entrypoint", "python"))
-            return None
-        if not script.is_file():
-            out.error("entrypoint-invalid", f"python entrypoint file '{match['file']}' not found",
-                      at=("entrypoint", "python"))
+        problem = path_problem(match["file"], files, "python entrypoint")
+        if problem is not None:
+            out.error(problem.rule, problem.message, at=("entrypoint", "python"),
+                      hint=problem.hint)
             return None
         return Entrypoint("python", target=str(target), timeout=seconds, env=passthrough)
     if kind == "command":
@@ -476,6 +1035,14 @@ def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector) -> Entry
                       "(the argument vector; no shell)", at=("entrypoint", "command"),
                       hint="quote words YAML reads as other types: 'yes', 'no', 'on', '300'"
                       if quoted else None)
+            return None
+        problems = command_problems(argv, files)
+        for problem in problems:
+            where: PathKey = ("entrypoint", "command")
+            if problem.argument is not None and isinstance(raw["command"], list):
+                where = ("entrypoint", "command", problem.argument)
+            out.error(problem.rule, problem.message, at=where, hint=problem.hint)
+        if problems:
             return None
         return Entrypoint("command", argv=tuple(argv), timeout=seconds, env=passthrough)
     url = raw["http"]
@@ -587,12 +1154,15 @@ def _type_name(value: Any) -> str:
 def _skill_id(folder: Path, options: LoadOptions) -> str:
     sidecar = folder / ID_SIDECAR
     try:
-        existing = sidecar.read_text(encoding="utf-8").strip()
+        existing = read_regular_file(sidecar, limits.SKILL_ID_MAX_BYTES).decode(
+            "utf-8", errors="replace").strip()
         if _ID_PATTERN.match(existing):
             return existing
-    except OSError:
+    except UnreadableFile:
         pass
-    if options.write_ids:
+    # Never write through a link or into a pipe or device that happens to bear the name.
+    writable = not sidecar.is_symlink() and (not sidecar.exists() or sidecar.is_file())
+    if options.write_ids and writable:
         new_id = "sk-" + secrets.token_hex(10)
         try:
             sidecar.write_text(new_id + "\n", encoding="utf-8")
@@ -604,14 +1174,13 @@ def _skill_id(folder: Path, options: LoadOptions) -> str:
 
 
 def find_skill_files(root: Path, out: list[Diagnostic]) -> list[Path]:
-    """Every SKILL.md under ``root``, nested folders included, without following links."""
+    """Every SKILL.md under ``root``, nested folders included, without following links.
+
+    Problems of the walk itself (links, limits) are appended to ``out``."""
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        current = Path(dirpath)
+    for current, dirnames, filenames in walk_folders(root, out):
         kept = []
-        for d in sorted(dirnames):
-            if d in _SKIP_DIRS:
-                continue
+        for d in dirnames:
             if (current / d).is_symlink():
                 if (current / d / SKILL_FILE).exists():
                     out.append(Diagnostic(Severity.ERROR, "symlink",
@@ -634,7 +1203,9 @@ def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTION
         walk_diags: list[Diagnostic] = []
         for skill_file in find_skill_files(root, walk_diags):
             loads.append(load_skill(skill_file, root, options))
-        loads.extend(SkillLoad(d.path, None, (d,)) for d in walk_diags if d.path is not None)
+        loads.extend(SkillLoad(d.path, None, (d,)) for d in walk_diags
+                     if d.path is not None and d.rule == "symlink")
+        diagnostics.extend(d for d in walk_diags if d.path is None or d.rule != "symlink")
 
     skills: list[Skill] = []
     active: dict[str, Skill] = {}

@@ -133,7 +133,10 @@ def test_hanging_command_is_killed_with_its_children(tmp_path: Path) -> None:
         entrypoint: {command: [sh, run.sh]}
         """, {"run.sh": f"sleep 300 &\necho $! > {pid_file}\nsleep 300\n"})
     started = time.perf_counter()
-    result = SubprocessExecutor().execute(hang, {}, timeout=1.0, cancel=Cancel())
+    # Outside a PID namespace, so that the pid the skill writes is this process's pid too
+    # (tests/test_executor_isolation.py covers the namespace).
+    executor = SubprocessExecutor(pid_namespace=False)
+    result = executor.execute(hang, {}, timeout=1.0, cancel=Cancel())
     assert time.perf_counter() - started < 10
     assert result.outcome is Outcome.TIMEOUT
     assert result.error == "timed out after 1 s; the process tree was killed"

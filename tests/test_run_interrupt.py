@@ -93,7 +93,22 @@ def wait_for_pid(pid_file: Path, proc: subprocess.Popen[str] | None = None) -> i
             raise AssertionError(f"the run ended first: {proc.communicate()}")
         assert time.monotonic() < deadline, "the slow step never started"
         time.sleep(0.05)
-    return int(pid_file.read_text())
+    return outside_pid(int(pid_file.read_text()), str(pid_file.parent))
+
+
+def outside_pid(pid: int, marker: str) -> int:
+    """The pid in this process's view of the skill that wrote ``pid``: a skill may run in a PID
+    namespace of its own, where its pid is another (the innermost in its ``NSpid`` line)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        nspid = [line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")]
+        if nspid and nspid[0][-1] == str(pid) and marker.encode() in cmdline:
+            return int(entry.name)
+    return pid
 
 
 def skillgrove(*args: str) -> subprocess.CompletedProcess[str]:

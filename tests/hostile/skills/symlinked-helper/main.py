@@ -1,0 +1,5 @@
+import helper
+
+
+def run():
+    return helper.run()

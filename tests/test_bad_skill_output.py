@@ -1,0 +1,313 @@
+"""A skill's bad output fails that step with a clear error; the run is recorded and resumable.
+
+Each case runs a real skill: a Python skill in a subprocess that prints (or returns) something
+hostile, or an HTTP skill whose server on 127.0.0.1 breaks the protocol. ``skillgrove run``
+must fail the step with the message in the table, record the run as a failure, print no
+traceback, and ``--resume`` must complete the run once the skill is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import textwrap
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrove.graph.runlog import SqliteRunLog
+from skillgrove.groups import load_library
+from skillgrove.runtime.cli import main
+from skillgrove.runtime.executors import Cancel, InProcessExecutor, Outcome, SubprocessExecutor
+from skillgrove.runtime.runner import Runner
+from tests.helpers import write_group, write_skill
+
+TOO_DEEP = "arrays and objects are nested deeper than 64 levels (JSON_MAX_DEPTH)"
+
+# Writes raw bytes as the skill's stdout and exits before the shim can add its own JSON.
+PRINTS = """
+import os, sys
+def run():
+    sys.stdout.buffer.write({payload})
+    sys.stdout.flush()
+    os._exit(0)
+"""
+RETURNS = """
+import sys
+sys.set_int_max_str_digits(0)  # so that the skill can print its huge integer
+def nested(levels):
+    value = []
+    for _ in range(levels):
+        value = [value]
+    return value
+def run():
+    return {value}
+"""
+FIXED = "def run():\n    return {'count': 3}\n"
+
+# case id, the skill's main.py, the step's error (a trailing '*' means "starts with")
+BAD_OUTPUTS = [
+    ("deep", PRINTS.format(payload="b'{\"a\": ' + b'[' * 200_000 + b']' * 200_000 + b'}'"),
+     f"output refused: {TOO_DEEP}"),
+    ("a-little-too-deep", PRINTS.format(payload="b'[' * 65 + b']' * 65"),
+     f"output refused: {TOO_DEEP}"),
+    ("huge-integer", PRINTS.format(payload="b'{\"count\": ' + b'7' * 5000 + b'}'"),
+     "output refused: a number is written with 5,000 characters, more than 1,000 "
+     "(JSON_MAX_NUMBER_CHARS)"),
+    ("not-json", PRINTS.format(payload="b'Done!'"),
+     "output is not JSON: Expecting value: line 1 column 1 (char 0)"),
+    ("nothing", PRINTS.format(payload="b''"),
+     "output is not JSON: Expecting value: line 1 column 1 (char 0)"),
+    ("not-utf-8", PRINTS.format(payload="b'\\xff\\xfe'"),
+     "output is not JSON: 'utf-8' codec can't decode byte 0xff in position 0: invalid start "
+     "byte"),
+    ("not-an-object", PRINTS.format(payload="b'[1, 2]'"), "a skill must return a JSON object"),
+    ("wrong-type", PRINTS.format(payload="b'{\"count\": \"many\"}'"),
+     "output does not match the declared schema at count: 'many' is not of type 'integer'"),
+    ("wrong-type-and-long", PRINTS.format(payload="b'{\"count\": \"' + b'x' * 100_000 + b'\"}'"),
+     "output does not match the declared schema at count: '" + "x" * 299 + "..."),
+    ("returns-deep", RETURNS.format(value="{'rows': nested(100)}"), f"output refused: {TOO_DEEP}"),
+    ("returns-too-deep-to-print", RETURNS.format(value="{'rows': nested(200_000)}"),
+     "RecursionError: maximum recursion depth exceeded*"),
+    ("returns-huge-integer", RETURNS.format(value="{'count': 10 ** 5000}"),
+     "output refused: a number is written with 5,001 characters, more than 1,000 "
+     "(JSON_MAX_NUMBER_CHARS)"),
+]
+
+GROUP = """
+    id: emit-once
+    description: Run the skill, then a step that needs what it returned.
+    examples: [emit something]
+    steps:
+      - {id: emit, skill: emit}
+      - {id: after, skill: emit, needs: [emit]}
+    outputs:
+      count: ${{ steps.emit.outputs.count }}
+    """
+
+
+def skill_md(entrypoint: str) -> str:
+    return textwrap.dedent(f"""
+        ---
+        name: emit
+        description: emit a count
+        entrypoint: {entrypoint}
+        outputs:
+          properties:
+            count: {{type: integer}}
+        ---
+        Emits a count.
+        """)
+
+
+def cli(*args: str) -> tuple[int, str]:
+    out = StringIO()
+    return main(list(args), out), out.getvalue()
+
+
+def run_fails_then_resumes(library: Path, index: Path, expected: str, fix: Any,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``skillgrove run`` fails step 'emit' with ``expected``; the run is in the run log as a
+    failure; after ``fix()`` ``--resume`` completes it."""
+    code, _ = cli("run", "emit-once", "--library", str(library), "--index", str(index))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err
+    code, listing = cli("runs", "--index", str(index))
+    run_id = listing.split()[0]
+    assert "emit-once" in listing and "failure" in listing and "failed: emit" in listing
+    record = json.loads(cli("runs", "show", run_id, "--index", str(index))[1])
+    steps = {step["id"]: step for step in record["steps"]}
+    assert record["status"] == "failure"
+    assert steps["emit"]["status"] == "failure"
+    assert steps["after"]["status"] in ("cancelled", "skipped")
+    error = steps["emit"]["error"]
+    if expected.endswith("*"):
+        assert error.startswith(expected[:-1]), error
+    else:
+        assert error == expected
+    assert record["error"] == f"step 'emit' failed: {error}"
+    fix()
+    code, text = cli("run", "emit-once", "--library", str(library), "--resume", run_id,
+                     "--index", str(index))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert json.loads(text) == {"count": 3}
+    resumed = json.loads(cli("runs", "show", cli("runs", "--index", str(index))[1].split()[0],
+                             "--index", str(index))[1])
+    assert resumed["status"] == "success" and resumed["resumed_from"] == run_id
+
+
+@pytest.mark.parametrize(("code", "expected"), [c[1:] for c in BAD_OUTPUTS],
+                         ids=[c[0] for c in BAD_OUTPUTS])
+def test_bad_output_of_a_subprocess_skill_fails_the_step(
+        tmp_path: Path, code: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    library = tmp_path / "lib"
+    path = write_skill(library / "skills", "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text(code)
+    write_group(library, "emit.yaml", GROUP)
+    run_fails_then_resumes(library, tmp_path / "idx", expected,
+                           lambda: (path.parent / "main.py").write_text(FIXED), capsys)
+
+
+# ----------------------------------------------------------------------------------------- HTTP
+
+
+def _read_request(conn: socket.socket) -> None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
+def _answer(body: bytes, extra: bytes = b"") -> bytes:
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + extra
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+
+
+class RudeServer:
+    """A server on 127.0.0.1 that reads one HTTP request per connection and answers as
+    ``mode`` says: ``close`` (nothing at all), ``reset`` (a TCP reset), ``garbage`` (no status
+    line), ``long-header``, ``deep`` (a 200 with JSON nested 100,000 deep), ``ok``."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/run"
+        self.mode = "ok"
+        self.sock.settimeout(0.1)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(10)
+                _read_request(conn)
+                self.respond(conn)
+
+    def respond(self, conn: socket.socket) -> None:
+        if self.mode == "reset":
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif self.mode == "garbage":
+            conn.sendall(b"HELLO\r\n\r\n")
+        elif self.mode == "long-header":
+            conn.sendall(_answer(b"{}", b"X-Padding: " + b"x" * 70_000 + b"\r\n"))
+        elif self.mode == "deep":
+            conn.sendall(_answer(b"[" * 100_000 + b"]" * 100_000))
+        elif self.mode == "ok":
+            conn.sendall(_answer(b'{"count": 3}'))
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+@pytest.fixture
+def rude_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[RudeServer]:
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    server = RudeServer()
+    yield server
+    server.close()
+
+
+HTTP_CASES = [
+    ("close", "{url} closed the connection without an HTTP response"),
+    ("reset", "the connection to {url} failed while reading the response: Connection reset by "
+              "peer"),
+    ("garbage", "{url} did not answer with an HTTP status line (it sent 'HELLO\\r\\n')"),
+    ("long-header", "{url} sent a malformed HTTP response: LineTooLong: got more than 65536 "
+                    "bytes when reading header line"),
+    ("deep", f"response refused: {TOO_DEEP}"),
+]
+
+
+@pytest.mark.parametrize(("mode", "expected"), HTTP_CASES, ids=[c[0] for c in HTTP_CASES])
+def test_a_broken_http_skill_server_fails_the_step(
+        tmp_path: Path, rude_server: RudeServer, mode: str, expected: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    library = tmp_path / "lib"
+    write_skill(library / "skills", "emit", skill_md(f'{{http: "{rude_server.url}"}}'))
+    write_group(library, "emit.yaml", GROUP)
+    rude_server.mode = mode
+
+    def fix() -> None:
+        rude_server.mode = "ok"
+
+    run_fails_then_resumes(library, tmp_path / "idx", expected.format(url=rude_server.url),
+                           fix, capsys)
+
+
+# ------------------------------------------------------------------ schemas that cannot apply
+
+
+@pytest.mark.parametrize(("schema", "expected"), [
+    ({"properties": {"count": {"$ref": "#/$defs/missing"}}},
+     "the skill's output schema cannot be applied: _WrappedReferencingError: PointerToNowhere: "
+     "'/$defs/missing' does not exist within"),
+    ({"properties": {"count": {"pattern": "("}}},
+     "the skill's output schema cannot be applied: error: missing ), unterminated subpattern"),
+], ids=["dangling-ref", "pattern-not-a-regex"])
+def test_an_output_schema_that_breaks_fails_the_step(tmp_path: Path, schema: dict[str, Any],
+                                                     expected: str) -> None:
+    """The loader refuses such schemas now; a skill built in code (or a check the loader
+    misses) still must not turn the run into a traceback."""
+    library_root = tmp_path / "lib"
+    path = write_skill(library_root / "skills", "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text("def run():\n    return {'count': '3'}\n")
+    write_group(library_root, "emit.yaml", GROUP)
+    library = load_library([library_root])
+    assert not library.errors, [d.format() for d in library.errors]
+    good = library.skills["emit"]
+    broken = replace(good, outputs=schema)
+    log = SqliteRunLog(tmp_path / "runs.sqlite")
+    record = Runner(library.groups, {"emit": broken}, SubprocessExecutor(),
+                    run_log=log).run("emit-once")
+    assert record.status == "failure"
+    error = record.steps[0].error or ""
+    assert error.startswith(expected), error
+    stored = log.get(record.id)
+    assert stored is not None and stored.status == "failure" and stored.steps[0].error == error
+    (path.parent / "main.py").write_text(FIXED)
+    resumed = Runner(library.groups, {"emit": good}, SubprocessExecutor(),
+                     run_log=log).run("emit-once", resume=stored)
+    assert resumed.status == "success" and resumed.outputs == {"count": 3}
+
+
+def test_an_in_process_skill_is_held_to_the_same_limits(tmp_path: Path) -> None:
+    path = write_skill(tmp_path, "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text(FIXED)
+    skill = load_library([tmp_path]).skills["emit"]
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    executor = InProcessExecutor({"emit": lambda: {"rows": deep}})
+    result = executor.execute(skill, {}, timeout=None, cancel=Cancel())
+    assert (result.outcome, result.error) == (Outcome.ERROR, TOO_DEEP)
+    huge = InProcessExecutor({"emit": lambda: {"count": 10**5000}})
+    result = huge.execute(skill, {}, timeout=None, cancel=Cancel())
+    assert result.error == "an integer has more than 1,000 digits (JSON_MAX_NUMBER_CHARS)"

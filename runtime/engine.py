@@ -756,9 +756,13 @@ class Skillgrove:
 
     def unconfirmed_effects(self, group: str) -> dict[str, tuple[str, ...]]:
         """The effects of ``group`` that ``allow_effects`` does not cover."""
+        return self._not_allowed(self.effects(group))
+
+    def _not_allowed(self, effects: Mapping[str, tuple[str, ...]],
+                     ) -> dict[str, tuple[str, ...]]:
         if "all" in self.allow_effects:
             return {}
-        return {effect: names for effect, names in self.effects(group).items()
+        return {effect: names for effect, names in effects.items()
                 if effect not in self.allow_effects}
 
     def plan(self, group: str, inputs: Mapping[str, Any] | None = None,
@@ -801,8 +805,7 @@ class Skillgrove:
         from skillgrove.groups.model import Group, InputSpec, Step
 
         found = self._skill(name)
-        pending = {effect: (found.name,) for effect in found.effects
-                   if "all" not in self.allow_effects and effect not in self.allow_effects}
+        pending = self._not_allowed({effect: (found.name,) for effect in found.effects})
         if not confirm and pending:
             raise ConfirmationRequired(SKILL_RUN_PREFIX + found.name, pending)
         if not found.is_executable:

@@ -4,9 +4,11 @@
 
 1. Runner overhead per step: a linear chain of in-process no-op steps; the median per step of
    (run wall time / steps) over repeated runs, and the same for a 1-step group as a reference.
-2. Parallel efficiency: 8 independent steps that each sleep 200 ms, concurrency 8; wall time
+2. Scheduling: 250, 500 and 1,000 no-op steps, independent and in a chain; the time must grow
+   linearly (1,000 steps = 4 x 250).
+3. Parallel efficiency: 8 independent steps that each sleep 200 ms, concurrency 8; wall time
    against the ideal 200 ms.
-3. Injected tokens for sample requests on the bundled library against the tokens of all its
+4. Injected tokens for sample requests on the bundled library against the tokens of all its
    skill bodies (what stuffing every skill into the prompt would cost).
 """
 
@@ -46,6 +48,25 @@ def overhead(steps: int, repeats: int = 30) -> float:
         per_step.append((time.perf_counter() - started) / steps)
         assert record.status == "success"
     return statistics.median(per_step) * 1000
+
+
+def scheduling(steps: int, shape: str) -> float:
+    """Seconds to run ``steps`` in-process no-op steps, all independent ("fan") or in a chain;
+    the runner's own cost, which must grow linearly with the steps."""
+    body = "".join(f"  - id: s{i}\n    skill: noop\n"
+                   + (f"    needs: [s{i - 1}]\n" if i and shape == "chain" else "")
+                   for i in range(steps))
+    load = load_group_text(f"id: g\ndescription: d\nexamples: [e]\nsteps:\n{body}",
+                           Path("g.yaml"))
+    assert load.group is not None
+    runner = Runner({"g": load.group}, {"noop": _skill("noop")},
+                    InProcessExecutor({"noop": lambda: {}}), options=RunOptions(max_concurrency=4))
+    walls = []
+    for _ in range(3):
+        started = time.perf_counter()
+        assert runner.run("g").status == "success"
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls)
 
 
 def parallel(n: int = 8, seconds: float = 0.2) -> float:
@@ -108,6 +129,11 @@ if __name__ == "__main__":
     chain = overhead(50, repeats=10)
     print(f"runner overhead per step, in-process no-op steps: median {chain:.3f} ms "
           f"(50-step chain); {reference:.3f} ms for a 1-step group")
+    for shape in ("fan", "chain"):
+        walls = {n: scheduling(n, shape) for n in (250, 500, 1000)}
+        print(f"scheduling, {shape} of in-process no-op steps: " + ", ".join(
+            f"{n} steps {w:.2f} s" for n, w in walls.items())
+            + f" (1000/250: {walls[1000] / walls[250]:.1f}x; linear is 4x)")
     wall = parallel()
     print(f"parallel efficiency: 8 independent 200 ms steps took {wall * 1000:.0f} ms "
           f"(ideal 200 ms; efficiency {0.2 / wall:.0%})")

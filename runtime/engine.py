@@ -512,6 +512,7 @@ class Skillgrove:
                 if not isinstance(item, str):
                     raise InvalidRequestError(f"context.{key}[{position}]",
                                               f"must be a string (got {type_of(item)})")
+        _within_json_limits("context", value)
         return RequestContext.from_json(value)
 
     @property
@@ -1016,9 +1017,10 @@ def _skill_files(skill: Skill) -> list[SkillFile]:
     """The regular files of a skill's folder, without nested skills, links or caches."""
     import hashlib
 
+    from skillgrove.skills.loader import walk_folders
+
     out: list[SkillFile] = []
-    for dirpath, dirnames, filenames in os.walk(skill.folder, followlinks=False):
-        here = Path(dirpath)
+    for here, dirnames, filenames in walk_folders(skill.folder, skip=frozenset({"__pycache__"})):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
                              and d != "__pycache__" and not (here / d / "SKILL.md").exists()
                              and not (here / d).is_symlink())
@@ -1055,7 +1057,18 @@ def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidRequestError(name, "must be an object")
+    _within_json_limits(name, value)
     return dict(value)
+
+
+def _within_json_limits(name: str, value: Any) -> None:
+    """Values from callers (HTTP bodies, MCP arguments, the Python API) meet the limits of JSON
+    a skill may print: what is nested too deeply would break the run log or an expression."""
+    from skillgrove.skills.boundedjson import value_problem
+
+    problem = value_problem(value)
+    if problem is not None:
+        raise InvalidRequestError(name, problem)
 
 
 def _json_type(value: Any) -> str:

@@ -49,10 +49,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
-
 from skillgrove.skills import boundedjson
 from skillgrove.skills.limits import DURATION_MAX_SECONDS
+from skillgrove.skills.loader import run_time_validator
 from skillgrove.skills.model import Skill
 
 DEFAULT_TIMEOUT = 300.0
@@ -297,7 +296,7 @@ def validate_outputs(skill: Skill, outputs: Any) -> str | None:
     if skill.outputs is None:
         return None if isinstance(outputs, Mapping) else "a skill must return a JSON object"
     try:
-        errors = sorted(Draft202012Validator(dict(skill.outputs)).iter_errors(outputs),
+        errors = sorted(run_time_validator(skill.outputs).iter_errors(outputs),
                         key=lambda e: [(1, 0, p) if isinstance(p, str) else (0, p, "")
                                        for p in e.path])
         if not errors:

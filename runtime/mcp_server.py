@@ -92,7 +92,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillgrove.runtime.errors import EngineError, InvalidRequestError, NotFoundError
 from skillgrove.runtime.events import Event, EventKind
+from skillgrove.skills._yaml import YamlSyntaxError, load_located
 from skillgrove.skills.errors import SkillgroveError
+from skillgrove.skills.loader import run_time_validator
 
 if TYPE_CHECKING:
     from skillgrove.graph.runlog import RunRecord
@@ -265,8 +267,8 @@ def frontmatter_of(text: str) -> dict[str, Any]:
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
             try:
-                data = yaml.safe_load("\n".join(lines[1:end]))
-            except yaml.YAMLError:
+                data = load_located("\n".join(lines[1:end]), line_offset=1).value
+            except YamlSyntaxError:
                 return {}
             return _jsonable(data) if isinstance(data, dict) else {}
     return {}
@@ -1175,9 +1177,7 @@ def _group_tool(name: str, view: Mapping[str, Any], group: Group,
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(dict(schema))
+    return run_time_validator(schema)
 
 
 def _validate(validator: Any, arguments: Mapping[str, Any]) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import json
 import random
 import threading
@@ -67,6 +68,8 @@ from skillgrove.groups.model import Group, RetryPolicy, Step
 from skillgrove.runtime.errors import EngineError
 from skillgrove.runtime.events import Event, EventKind, EventSink, ignore
 from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome, Workspace
+from skillgrove.skills import boundedjson
+from skillgrove.skills.boundedjson import JSONLimitError, value_problem
 from skillgrove.skills.errors import ExpressionError
 from skillgrove.skills.model import Skill
 
@@ -165,8 +168,15 @@ def resolve_inputs(group: Group, given: Mapping[str, Any]) -> dict[str, Any]:
             problems.append(f"unknown input '{name}' (inputs: {', '.join(sorted(declared))})")
     for spec in group.inputs:
         if spec.name in given and given[spec.name] is not None:
-            value = _coerce(given[spec.name], spec.type)
-            if not matches_type(value, spec.type):
+            try:
+                value = _coerce(given[spec.name], spec.type)
+            except JSONLimitError as exc:
+                problems.append(f"input '{spec.name}': {exc}")
+                continue
+            too_big = value_problem(value)
+            if too_big is not None:
+                problems.append(f"input '{spec.name}': {too_big}")
+            elif not matches_type(value, spec.type):
                 problems.append(f"input '{spec.name}' must be {spec.type}, got {value!r}")
             elif spec.enum is not None and value not in spec.enum:
                 problems.append(f"input '{spec.name}' must be one of {list(spec.enum)}")
@@ -184,7 +194,8 @@ def resolve_inputs(group: Group, given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _coerce(value: Any, type_name: str) -> Any:
-    """Command-line values arrive as strings; turn '3' into 3 where an integer is declared."""
+    """Command-line values arrive as strings; turn '3' into 3 where an integer is declared.
+    JSON text beyond the limits of :mod:`skillgrove.skills.boundedjson` raises JSONLimitError."""
     if not isinstance(value, str):
         return value
     try:
@@ -195,9 +206,9 @@ def _coerce(value: Any, type_name: str) -> Any:
         if type_name == "boolean" and value.lower() in ("true", "false"):
             return value.lower() == "true"
         if type_name in ("array", "object"):
-            import json
-
-            return json.loads(value)
+            return boundedjson.loads(value)
+    except JSONLimitError:
+        raise
     except ValueError:
         return value
     return value
@@ -321,6 +332,20 @@ class _RunState:
     def __init__(self, group: Group, previous: RunRecord | None, run_dir: Path | None,
                  outer: Cancel | None) -> None:
         self.status: dict[str, str] = {s.id: "pending" for s in group.steps}
+        # Scheduling in time linear in the steps: each step counts the needs not yet settled;
+        # a step whose count reaches zero goes on the heap of ready steps (in file order).
+        self.position = {s.id: i for i, s in enumerate(group.steps)}
+        self.waiting = {s.id: len(set(s.needs)) for s in group.steps}
+        self.dependents: dict[str, list[str]] = {s.id: [] for s in group.steps}
+        for step in group.steps:
+            for need in set(step.needs):  # a need that names no step keeps it waiting
+                self.dependents.setdefault(need, []).append(step.id)
+        self.ready = [(self.position[sid], sid) for sid, count in self.waiting.items()
+                      if count == 0]
+        self.scope_steps: dict[str, dict[str, Any]] = {
+            s.id: {"outputs": {}, "status": "pending"} for s in group.steps}
+        """What ``steps`` holds in expressions; an entry is replaced, never changed, so a
+        shallow copy is a snapshot."""
         self.outputs: dict[str, Mapping[str, Any]] = {}
         self.records: dict[str, StepRecord] = {}
         self.failed: str | None = None
@@ -333,6 +358,18 @@ class _RunState:
         self.run_dir = run_dir
         self.outer = outer
         """The cancel flag of the step that runs this (sub-)group, if any."""
+
+    def settle(self, sid: str, status: str) -> None:
+        """Record the step's new status; when it leaves pending and running, the steps that
+        need it count one need fewer."""
+        before = self.status[sid]
+        self.status[sid] = status
+        self.scope_steps[sid] = {"outputs": dict(self.outputs.get(sid, {})), "status": status}
+        if before in ("pending", "running") and status not in ("pending", "running"):
+            for other in self.dependents[sid]:
+                self.waiting[other] -= 1
+                if self.waiting[other] == 0:
+                    heapq.heappush(self.ready, (self.position[other], other))
 
 
 _ACTIVE: dict[int, Runner] = {}
@@ -491,7 +528,7 @@ class Runner:
             folder = self.options.runs_dir / run_id
         else:
             return None
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         return folder
 
     def _emit(self, event: Event) -> None:
@@ -537,9 +574,9 @@ class Runner:
                     step_record = future.result()
                     with state.lock:
                         state.records[sid] = step_record
-                        state.status[sid] = step_record.status
                         if step_record.status == "success" or step_record.continued:
                             state.outputs[sid] = step_record.outputs
+                        state.settle(sid, step_record.status)
                         if step_record.status == "failure" and not step_record.continued \
                                 and state.failed is None:
                             state.failed = sid
@@ -577,9 +614,8 @@ class Runner:
 
     def _scope(self, values: Mapping[str, Any], context: Mapping[str, Any],
                state: _RunState) -> dict[str, Any]:
-        steps = {sid: {"outputs": dict(state.outputs.get(sid, {})), "status": status}
-                 for sid, status in state.status.items()}
-        return {"inputs": dict(values), "context": dict(context), "steps": steps}
+        return {"inputs": dict(values), "context": dict(context),
+                "steps": dict(state.scope_steps)}
 
     def _start_ready(self, group: Group, steps: Mapping[str, Step], state: _RunState,
                      values: Mapping[str, Any], context: Mapping[str, Any], run_id: str,
@@ -589,21 +625,21 @@ class Runner:
         changed = False
         if state.failed or state.cancelled:
             return False
-        for step in group.steps:
-            if state.status[step.id] != "pending":
+        while state.ready:
+            _, sid = heapq.heappop(state.ready)
+            step = steps[sid]
+            if state.status[sid] != "pending":
                 continue
             needs = {n: state.status[n] for n in step.needs}
-            if any(s in ("pending", "running") for s in needs.values()):
-                continue
             seen = {n: ("success" if state.records[n].continued else s)
                     for n, s in needs.items()}
             scope = self._scope(values, context, state)
             try:
                 go = truthy(evaluate(condition_of(step), scope, StepStatuses(seen)))
             except ExpressionError as exc:
-                state.status[step.id] = "failure"
                 state.records[step.id] = StepRecord(step.id, step.target, step.kind, "failure",
                                                     error=f"if: {exc}")
+                state.settle(step.id, "failure")
                 self._emit(Event(EventKind.STEP_FAILED, run_id, group.id, prefix + step.id,
                                  message=f"if: {exc}"))
                 state.failed = state.failed or step.id
@@ -612,9 +648,9 @@ class Runner:
             if not go:
                 reason = (f"if {step.if_} is false" if step.if_ else
                           "a step it needs did not succeed")
-                state.status[step.id] = "skipped"
                 state.records[step.id] = StepRecord(step.id, step.target, step.kind, "skipped",
                                                     error=None)
+                state.settle(step.id, "skipped")
                 self._emit(Event(EventKind.STEP_SKIPPED, run_id, group.id, prefix + step.id,
                                  message=reason))
                 continue
@@ -630,14 +666,14 @@ class Runner:
                 rerun = note = self._changed(step, earlier, definition, scope, previous)
                 if rerun is None:
                     reused = f"reused from run {previous.id}"
-                    state.status[step.id] = "success"
                     state.outputs[step.id] = dict(earlier.outputs)
                     state.records[step.id] = replace(earlier, note=reused)
+                    state.settle(step.id, "success")
                     self._emit(Event(EventKind.STEP_FINISHED, run_id, group.id,
                                      prefix + step.id, status="success", seconds=0.0,
                                      message=reused, data={"resumed": True}))
                     continue
-            state.status[step.id] = "running"
+            state.settle(step.id, "running")
             cancel = Cancel()
             with state.lock:
                 state.cancels[step.id] = cancel
@@ -733,7 +769,7 @@ class Runner:
                               started_at, seconds)
         workspace = None
         if run_dir is not None and step_dir is not None:
-            step_dir.mkdir(parents=True, exist_ok=True)
+            step_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             workspace = Workspace(run_dir, step_dir)
         try:
             return self._attempts(group, step, skill, inputs, name, run_id, cancel, workspace,

@@ -19,9 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from skillgrove.skills import limits
 from skillgrove.skills._yaml import (
     PathKey,
@@ -621,6 +618,9 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
         return None
     if "type" not in schema and "properties" in schema:
         schema = {"type": "object", **schema}
+    from jsonschema import Draft202012Validator  # on first use: a cached load needs none
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -633,6 +633,12 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
                   at=(key, *where))
     if problems:
         return None
+    for where, risky in _risky_patterns(schema):
+        out.warn("schema-pattern-risky", f"'{key}' has the pattern {_short_repr(risky)}, which "
+                 "repeats a repetition and can take exponential time to match; values are not "
+                 "checked against it", at=(key, *where),
+                 hint="rewrite it so that no repeated group contains a repetition or an "
+                      "alternation, e.g. '^a+$' for '^(a+)+$'")
     props = schema.get("properties")
     for name, prop in (props.items() if isinstance(props, dict) else ()):
         if isinstance(prop, dict) and "default" in prop:
@@ -911,6 +917,18 @@ def _patterns(schema: Any) -> Iterator[str]:
             yield from (str(k) for k in sub["patternProperties"])
 
 
+def _risky_patterns(schema: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """Each ``pattern`` (or ``patternProperties`` key) whose repetitions nest, with its path."""
+    found = []
+    for path, sub in sorted(_subschemas(schema), key=lambda item: [str(p) for p in item[0]]):
+        if isinstance(sub.get("pattern"), str) and risky_pattern(sub["pattern"]):
+            found.append(((*path, "pattern"), sub["pattern"]))
+        if isinstance(sub.get("patternProperties"), dict):
+            found.extend(((*path, "patternProperties", str(key)), str(key))
+                         for key in sub["patternProperties"] if risky_pattern(str(key)))
+    return found
+
+
 def _longest_string(value: Any) -> int:
     longest, stack = 0, [value]
     while stack:
@@ -956,6 +974,8 @@ def check_value(value: Any, schema: Mapping[str, Any],
     pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in at)
     from urllib.parse import quote
 
+    from jsonschema import Draft202012Validator
+
     target = {"$ref": _SCHEMA_URI + "#" + quote(pointer, safe="/~")} if at else dict(schema)
     try:
         validator = Draft202012Validator(target, registry=_registry(schema))
@@ -967,6 +987,30 @@ def check_value(value: Any, schema: Mapping[str, Any],
     except (ValueError, TypeError, OverflowError, LookupError) as exc:
         return ValueCheck((f"the value cannot be checked against it: {exc}",))
     return ValueCheck(problems)
+
+
+def run_time_validator(schema: Mapping[str, Any]) -> Any:
+    """A validator for values met at run time (a skill's output, a tool's arguments) that
+    cannot hang or reach the network: ``$ref`` resolves only inside ``schema`` and the
+    meta-schemas, and a ``pattern`` (or the ``patternProperties`` keyword) whose repetitions
+    nest is not applied (the loader warns about it, rule ``schema-pattern-risky``)."""
+    from jsonschema import Draft202012Validator, validators
+
+    base = Draft202012Validator.VALIDATORS
+
+    def pattern(validator: Any, value: Any, instance: Any, subschema: Any) -> Any:
+        if isinstance(value, str) and risky_pattern(value):
+            return
+        yield from base["pattern"](validator, value, instance, subschema)
+
+    def pattern_properties(validator: Any, value: Any, instance: Any, subschema: Any) -> Any:
+        if isinstance(value, dict) and any(risky_pattern(str(key)) for key in value):
+            return
+        yield from base["patternProperties"](validator, value, instance, subschema)
+
+    cls = validators.extend(Draft202012Validator,  # type: ignore[no-untyped-call]
+                            {"pattern": pattern, "patternProperties": pattern_properties})
+    return cls(dict(schema), registry=_registry(schema))
 
 
 def _entrypoint(data: Mapping[str, Any], folder: Path, out: _Collector,

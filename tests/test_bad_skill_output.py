@@ -311,3 +311,120 @@ def test_an_in_process_skill_is_held_to_the_same_limits(tmp_path: Path) -> None:
     huge = InProcessExecutor({"emit": lambda: {"count": 10**5000}})
     result = huge.execute(skill, {}, timeout=None, cancel=Cancel())
     assert result.error == "an integer has more than 1,000 digits (JSON_MAX_NUMBER_CHARS)"
+
+
+# ------------------------------------------------------- run-time schema checks: no hang, no fetch
+
+
+def test_a_backtracking_output_pattern_is_not_applied_at_run_time(tmp_path: Path) -> None:
+    """``^(a+)+$`` against 40 a's and a '!' backtracks for hours in Python's ``re``. The loader
+    warns about the pattern; the run does not apply it, and finishes at once."""
+    import time
+
+    library_root = tmp_path / "lib"
+    path = write_skill(library_root / "skills", "emit", skill_md('{python: "main.py:run"}')
+                       .replace("{type: integer}", "{type: string, pattern: '^(a+)+$'}"))
+    (path.parent / "main.py").write_text("def run():\n    return {'count': 'a' * 40 + '!'}\n")
+    write_group(library_root, "emit.yaml", GROUP)
+    library = load_library([library_root])
+    assert [d.rule for d in library.diagnostics] == ["schema-pattern-risky"]
+    (warning,) = library.diagnostics
+    assert (warning.line, warning.column) == (7, 36), warning.format()
+    started = time.perf_counter()
+    record = Runner(library.groups, library.skills, SubprocessExecutor()).run("emit-once")
+    assert time.perf_counter() - started < 20
+    assert record.status == "success", record.error
+
+
+def test_an_output_schema_never_fetches_a_remote_reference(tmp_path: Path) -> None:
+    """jsonschema's default registry still fetches ``http://`` references (deprecated, not
+    removed); the run-time validator resolves only inside the schema."""
+    import http.server
+
+    fetched: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetched.append(self.path)
+            body = b'{"type": "integer"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        library_root = tmp_path / "lib"
+        path = write_skill(library_root / "skills", "emit", skill_md('{python: "main.py:run"}'))
+        (path.parent / "main.py").write_text("def run():\n    return {'count': 3}\n")
+        write_group(library_root, "emit.yaml", GROUP)
+        library = load_library([library_root])
+        remote = f"http://127.0.0.1:{server.server_address[1]}/count.json"
+        broken = replace(library.skills["emit"],
+                         outputs={"properties": {"count": {"$ref": remote}}})
+        record = Runner(library.groups, {"emit": broken}, SubprocessExecutor()).run("emit-once")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record.status == "failure"
+    assert (record.steps[0].error or "").startswith(
+        "the skill's output schema cannot be applied"), record.steps[0].error
+    assert fetched == []
+
+
+def test_deeply_nested_json_given_as_an_input_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    library_root = tmp_path / "lib"
+    path = write_skill(library_root / "skills", "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text(FIXED)
+    write_group(library_root, "take.yaml", """
+        id: take-rows
+        description: Take rows.
+        examples: [take these rows]
+        inputs:
+          rows: {type: array}
+        steps:
+          - {id: emit, skill: emit}
+        """)
+    code, text = cli("run", "take-rows", "--library", str(library_root), "--index",
+                     str(tmp_path / "index"), "--input", "rows=" + "[" * 200_000 + "]" * 200_000)
+    err = capsys.readouterr().err
+    assert code != 0 and not text
+    assert err == f"skillgrove: group 'take-rows': input 'rows': {TOO_DEEP}\n"
+    from skillgrove.runtime.runner import RunError, resolve_inputs
+
+    group = load_library([library_root]).groups["take-rows"]
+    deep: list[Any] = []
+    for _ in range(1_000):
+        deep = [deep]
+    with pytest.raises(RunError, match="nested deeper than 64 levels"):
+        resolve_inputs(group, {"rows": deep})
+    assert resolve_inputs(group, {"rows": "[[1], [2]]"}) == {"rows": [[1], [2]]}
+
+
+def test_every_interface_refuses_too_deep_inputs_and_context(tmp_path: Path) -> None:
+    """The engine is what the CLI, HTTP and MCP servers call: its gate covers all of them."""
+    from skillgrove.runtime.engine import Skillgrove
+    from skillgrove.runtime.errors import InvalidRequestError
+
+    library_root = tmp_path / "lib"
+    path = write_skill(library_root / "skills", "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text(FIXED)
+    write_group(library_root, "emit.yaml", GROUP)
+    engine = Skillgrove([library_root], index=tmp_path / "index")
+    deep: list[Any] = []
+    for _ in range(300):
+        deep = [deep]
+    calls = [lambda: engine.plan("emit-once", {}, {"x": deep}),
+             lambda: engine.run("emit-once", {}, {"x": deep}),
+             lambda: engine.run_skill("emit", {"x": deep}),
+             lambda: engine.context({"values": {"x": deep}})]
+    for call in calls:
+        with pytest.raises(InvalidRequestError, match=TOO_DEEP.replace("(", r"\(")
+                           .replace(")", r"\)")):
+            call()
+    assert engine.runs() == []

@@ -153,7 +153,9 @@ def test_the_corpus_has_every_case_and_no_other() -> None:
     assert sorted(p.name for p in (HOSTILE / "skills").iterdir()) == sorted(
         c[0] for c in SKILL_CASES)
     assert sorted(p.stem for p in (HOSTILE / "groups").iterdir()) == sorted(
-        [*(c[0] for c in GROUP_CASES), "retry-unbounded"])
+        [*(c[0] for c in GROUP_CASES), *(c[0] for c in RUN_CASES), "retry-unbounded"])
+    assert len(SKILL_CASES) + len(list((HOSTILE.parent / "skills").iterdir())) >= 40
+    assert len(list((HOSTILE / "groups").iterdir())) >= 20
 
 
 @pytest.mark.parametrize("case", [c[0] for c in SKILL_CASES
@@ -195,6 +197,29 @@ GROUP_CASES = [
      "steps form a cycle: s29 -> s0 -> s1 -> s2"),
     ("pattern-nested-quantifier", "warning", "value-unchecked", 7, 18,
      "'slug' not checked against the input schema: its pattern '^(a+)+$' repeats a repetition"),
+    ("float-tag-not-a-number", "error", "yaml-syntax", 7, 14, "cannot read 'abc' as a number"),
+    ("timestamp-bad-month", "error", "yaml-syntax", 8, 13,
+     "cannot read '2020-13-01' as a date: month must be in 1..12"),
+    ("duplicate-anchor", "error", "yaml-syntax", 10, 11,
+     "found duplicate anchor (first given on line 7)"),
+    ("undefined-alias", "error", "yaml-syntax", 7, 11, "found undefined alias"),
+    ("control-character", "error", "yaml-syntax", 2, 24, "unacceptable character #x0007"),
+    ("not-utf8", "error", "not-utf8", 2, None, "the group file is not valid UTF-8"),
+    ("expression-hex-escape", "error", "expression-syntax", 8, 19,
+     "invalid escape '\\x' in a string (write \\\\ for a backslash)"),
+    ("expression-deep-parentheses", "error", "expression-syntax", 8, 82,
+     "expression nests deeper than 64 levels (EXPRESSION_MAX_DEPTH)"),
+    ("expression-many-terms", "error", "expression-syntax", 8, 272,
+     "expression nests deeper than 64 levels (EXPRESSION_MAX_DEPTH)"),
+]
+
+RUN_CASES = [
+    # case: valid at load time, the step fails at run time with this; the run is recorded
+    ("expression-format-bomb",
+     "format() would be longer than 16,777,216 characters (EXPRESSION_MAX_RESULT_CHARS)"),
+    ("expression-tojson-nesting",
+     "toJSON() would be longer than 16,777,216 characters (EXPRESSION_MAX_RESULT_CHARS)"),
+    ("expression-index-by-list", "an array cannot be the key of an object; use a string"),
 ]
 
 
@@ -227,6 +252,27 @@ def test_hostile_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: st
 
         with pytest.raises(SkillgroveError):
             Skillgrove([root], index=tmp_path / "index").run(case, {})
+    assert not markers(tmp_path)
+
+
+@pytest.mark.parametrize(("case", "fragment"), RUN_CASES, ids=[c[0] for c in RUN_CASES])
+def test_hostile_group_fails_its_step_at_run_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  case: str, fragment: str) -> None:
+    from skillgrove.runtime.engine import Skillgrove
+
+    monkeypatch.chdir(tmp_path)
+    root = group_library(tmp_path, case)
+    library = load_library([root])
+    assert case in library.groups
+    assert not [d for d in library.diagnostics if d.path is not None and d.path.stem == case]
+    engine = Skillgrove([root], index=tmp_path / "index")
+    started = time.perf_counter()
+    record = engine.run(case, {})
+    assert time.perf_counter() - started < 10
+    assert record.status == "failure"
+    (step,) = record.steps
+    assert step.status == "failure" and fragment in (step.error or "")
+    assert [r.id for r in engine.runs()] == [record.id]
     assert not markers(tmp_path)
 
 

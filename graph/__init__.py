@@ -1,17 +1,41 @@
-"""Graph: stores, embeddings, indexes and two-tier retrieval."""
+"""Graph: stores, embeddings, indexes and two-tier retrieval.
 
-from skillgrove.graph.embedded import EmbeddedStore
-from skillgrove.graph.embeddings import (
-    CachedEncoder,
-    EmbeddingCache,
-    Encoder,
-    SentenceTransformerEncoder,
-)
-from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
-from skillgrove.graph.indexer import IndexResult, build_graph, index_library
-from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
-from skillgrove.graph.store import GraphStore
+The names below load on first use, so that importing one small module of this package (the
+node model, the documents) does not pull in numpy, networkx and the stores.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillgrove.graph.embedded import EmbeddedStore
+    from skillgrove.graph.embeddings import (
+        CachedEncoder,
+        EmbeddingCache,
+        Encoder,
+        SentenceTransformerEncoder,
+    )
+    from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
+    from skillgrove.graph.indexer import IndexResult, build_graph, index_library
+    from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+    from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
+    from skillgrove.graph.store import GraphStore
+
+_WHERE = {
+    "EmbeddedStore": "embedded",
+    "CachedEncoder": "embeddings", "EmbeddingCache": "embeddings", "Encoder": "embeddings",
+    "SentenceTransformerEncoder": "embeddings",
+    "GraphError": "errors", "IndexMissingError": "errors", "ModelError": "errors",
+    "StoreError": "errors",
+    "IndexResult": "indexer", "build_graph": "indexer", "index_library": "indexer",
+    "Edge": "model", "EdgeKind": "model", "NodeKind": "model", "NodeRecord": "model",
+    "SyncReport": "model",
+    "RequestContext": "retrieval", "RetrievalConfig": "retrieval", "Retriever": "retrieval",
+    "Toolbox": "retrieval",
+    "GraphStore": "store",
+}
 
 __all__ = [
     "CachedEncoder",
@@ -37,3 +61,11 @@ __all__ = [
     "build_graph",
     "index_library",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

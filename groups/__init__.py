@@ -1,10 +1,28 @@
-"""Groups: YAML-defined DAGs of skills, their expressions, loading and validation."""
+"""Groups: YAML-defined DAGs of skills, their expressions, loading and validation.
 
-from skillgrove.groups.expressions import parse_template, render, render_value
-from skillgrove.groups.library import Library, load_library
-from skillgrove.groups.loader import GroupLoad, load_group_file, load_group_text
-from skillgrove.groups.model import Group, InputSpec, RetryPolicy, Step
-from skillgrove.groups.validate import validate_group
+The names below load on first use, so that importing one small module of this package (the
+group model) does not pull in the YAML loader, the validator and JSON Schema.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillgrove.groups.expressions import parse_template, render, render_value
+    from skillgrove.groups.library import Library, load_library
+    from skillgrove.groups.loader import GroupLoad, load_group_file, load_group_text
+    from skillgrove.groups.model import Group, InputSpec, RetryPolicy, Step
+    from skillgrove.groups.validate import validate_group
+
+_WHERE = {
+    "parse_template": "expressions", "render": "expressions", "render_value": "expressions",
+    "Library": "library", "load_library": "library",
+    "GroupLoad": "loader", "load_group_file": "loader", "load_group_text": "loader",
+    "Group": "model", "InputSpec": "model", "RetryPolicy": "model", "Step": "model",
+    "validate_group": "validate",
+}
 
 __all__ = [
     "Group",
@@ -21,3 +39,11 @@ __all__ = [
     "render_value",
     "validate_group",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skillgrove.groups.loader import GroupLoad, load_group_file
 from skillgrove.groups.model import Group
-from skillgrove.groups.validate import validate_group
+from skillgrove.groups.validate import MISPLACED_INPUT, validate_group
+from skillgrove.skills import limits
 from skillgrove.skills.diagnostics import Diagnostic, Severity, sort_key
 from skillgrove.skills.errors import LibraryError
 from skillgrove.skills.loader import (
     DEFAULT_OPTIONS,
     LoadOptions,
     SkillCatalog,
+    UnreadableFile,
     discover_skills,
+    read_regular_file,
     walk_folders,
 )
 from skillgrove.skills.model import Skill
@@ -181,10 +185,11 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
     if not named_files:
         files = [(f, root) for root in roots for f in find_group_files(root)]
     loads = [load_group_file(f) for f, _ in files]
+    if not named_files:
+        diagnostics.extend(_unread_group_files(roots, {f for f, _ in files}))
     groups: dict[str, Group] = {}
     origin: dict[str, Path] = {}
     for load, (_, root) in zip(loads, files, strict=True):
-        diagnostics.extend(load.diagnostics)
         group = load.group
         if group is None:
             continue
@@ -203,13 +208,79 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
         origin[group.id] = root
 
     valid: dict[str, Group] = {}
+    checked: list[Diagnostic] = []
     for load in loads:
         group = load.group
-        if group is None or groups.get(group.id) is not group:
-            continue
-        found = validate_group(group, catalog.active, groups)
-        diagnostics.extend(found)
-        if load.ok and not any(d.is_error for d in found):
-            valid[group.id] = group
+        found: list[Diagnostic] = []
+        if group is not None and groups.get(group.id) is group:
+            found = validate_group(group, catalog.active, groups)
+            if load.ok and not any(d.is_error for d in found):
+                valid[group.id] = group
+        # An input written beside 'with:' is reported as such, not also as an unknown field.
+        misplaced = {(leaf.line, leaf.column) for d in found for leaf in (d, *d.follow_ons)
+                     if leaf.rule == MISPLACED_INPUT}
+        checked.extend(d for d in load.diagnostics
+                       if not (d.rule == "unknown-field" and (d.line, d.column) in misplaced))
+        checked.extend(found)
+    diagnostics.extend(_fold_unknown_skills(checked, roots, catalog))
     diagnostics.sort(key=sort_key)
     return Library(tuple(roots), catalog, tuple(loads), valid, tuple(diagnostics))
+
+
+def _fold_unknown_skills(found: list[Diagnostic], roots: Sequence[Path],
+                         catalog: SkillCatalog) -> list[Diagnostic]:
+    """With no skill loaded at all, every step's skill is unknown for one reason: the skills
+    are elsewhere. One error says so, with the library root to check instead, and the
+    unknown-skill errors folded under it."""
+    unknown = [d for d in found if d.rule == "unknown-skill"]
+    if catalog.active or not unknown:
+        return found
+    shown = ", ".join(str(r) for r in roots) or "the paths given"
+    hint = "name the folder that holds the skills too"
+    for root in roots:
+        for parent in (root.parent, root.parent.parent):
+            if parent != root and (parent / "skills").is_dir():
+                hint = (f"check the library root, the folder that holds skills/ and groups/: "
+                        f"skillgrove check {parent}")
+                break
+        else:
+            continue
+        break
+    head = Diagnostic(Severity.ERROR, "no-skills", f"no skills were loaded from {shown}, so "
+                      f"the skills of {len(unknown)} step{'s' if len(unknown) != 1 else ''} "
+                      "are unknown", roots[0] if roots else None, hint=hint)
+    rest = [d for d in found if d.rule != "unknown-skill"]
+    return [*rest, head.folding([replace(d, hint=None) for d in unknown])]
+
+
+_STEPS_LINE = re.compile(rb"^steps[ \t]*:", re.MULTILINE)
+_ID_LINE = re.compile(rb"^id[ \t]*:", re.MULTILINE)
+
+
+def _unread_group_files(roots: Sequence[Path], read: set[Path]) -> list[Diagnostic]:
+    """A warning for each YAML file that looks like a group (a top-level ``id:`` and
+    ``steps:``) but is not where groups are read from, so it would be skipped without a word."""
+    found: list[Diagnostic] = []
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for here, _, filenames in walk_folders(root, skip=_SKIP_DIRS):
+            for name in filenames:
+                path = here / name
+                if path.suffix.lower() not in GROUP_SUFFIXES or path in read:
+                    continue
+                try:
+                    head = read_regular_file(path, limits.GROUP_FILE_MAX_BYTES)
+                except UnreadableFile:
+                    continue
+                match = _STEPS_LINE.search(head)
+                if match is None or _ID_LINE.search(head) is None:
+                    continue
+                line = head.count(b"\n", 0, match.start()) + 1
+                found.append(Diagnostic(
+                    Severity.WARNING, "group-file-not-read", "this file holds 'steps:' but is "
+                    "not read as a group: groups are read from a 'groups' folder or from files "
+                    "named *.group.yaml", path, line, 1,
+                    f"move it into {root / 'groups'} or rename it to "
+                    f"{path.name.rsplit('.', 1)[0]}.group{path.suffix}"))
+    return found

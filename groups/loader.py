@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from skillgrove.skills._yaml import (
     format_path,
     load_located,
 )
-from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
+from skillgrove.skills.diagnostics import Diagnostic, Severity, closest, did_you_mean
 from skillgrove.skills.errors import ExpressionSyntaxError
 from skillgrove.skills.loader import UnreadableFile, read_regular_file
 from skillgrove.skills.model import content_hash
@@ -89,21 +89,33 @@ class GroupReporter:
         """``did you mean 'x'?`` for ``word``, while this file's budget of comparisons lasts
         (``HINT_MAX_COMPARISONS``): each hint compares ``word`` with every candidate, and a group
         of a thousand steps that misnames each one should not take minutes to report."""
+        match = self.closest(word, candidates)
+        return f"did you mean '{match}'?" if match else None
+
+    def closest(self, word: str, candidates: Iterable[str]) -> str | None:
+        """The candidate ``word`` likely misspells, within the budget of :meth:`suggest`."""
         pool = list(candidates)
         self._hint_work += len(pool)
         if self._hint_work > limits.HINT_MAX_COMPARISONS:
             return None
-        return did_you_mean(word, pool)
+        return closest(word, pool)
 
-    def add(self, severity: Severity, rule: str, where: PathKey, message: str,
-            hint: str | None = None, *, key: bool = False, offset: int | None = None,
-            subject: str | None = None) -> None:
+    def make(self, severity: Severity, rule: str, where: PathKey, message: str,
+             hint: str | None = None, *, key: bool = False, offset: int | None = None,
+             subject: str | None = None) -> Diagnostic:
+        """The diagnostic :meth:`add` would report, without reporting it."""
         line, column = self.source.key_at(where) if key else self.source.value_at(where)
         if offset is not None:
             column = self._column_in_scalar(line, column, offset)
         text = f"{format_path(where)}: {message}" if where else message
-        self.items.append(Diagnostic(severity, rule, text, self.path, line, column, hint,
-                                     subject or self.subject))
+        return Diagnostic(severity, rule, text, self.path, line, column, hint,
+                          subject or self.subject)
+
+    def add(self, severity: Severity, rule: str, where: PathKey, message: str,
+            hint: str | None = None, *, key: bool = False, offset: int | None = None,
+            subject: str | None = None) -> None:
+        self.items.append(self.make(severity, rule, where, message, hint, key=key,
+                                    offset=offset, subject=subject))
 
     def error(self, rule: str, where: PathKey, message: str, hint: str | None = None,
               **kw: Any) -> None:
@@ -218,14 +230,10 @@ def load_group_text(text: str, path: Path, digest: str | None = None) -> GroupLo
                                        "keep data in files the steps read"))
         return GroupLoad(path, None, tuple(report.items))
     except YamlSyntaxError as exc:
-        hint = None
-        if "mapping values are not allowed" in exc.message:
-            hint = "quote the whole value: an unquoted ': ' starts a new mapping"
-        elif "found character '\\t'" in exc.message:
-            hint = "indent with spaces; YAML does not allow tabs"
+        column, message, hint = explain_yaml_error(text, exc.line, exc.column, exc.message)
         report.items.append(Diagnostic(Severity.ERROR, "yaml-syntax",
-                                       f"not valid YAML: {exc.message}", path, exc.line,
-                                       exc.column, hint))
+                                       f"not valid YAML: {message}", path, exc.line,
+                                       column, hint))
         return GroupLoad(path, None, tuple(report.items))
     report.source = located.source
     data = located.value
@@ -241,10 +249,95 @@ def load_group_text(text: str, path: Path, digest: str | None = None) -> GroupLo
     return GroupLoad(path, group, tuple(report.items))
 
 
+_KEY_LINE = re.compile(r"^( *)(?:- +)?([^\s#'\"{\[][^:#]*?)\s*:(?:\s|$)")
+
+
+def explain_yaml_error(text: str, line: int, column: int, message: str
+                       ) -> tuple[int, str, str | None]:
+    """(column, message, hint) for a YAML syntax error, in the words of the usual mistake:
+    a tab, an unquoted ``${{ }}`` inside ``{ }``, a list item or a key out of line, an unquoted
+    ``': '`` in a value. The parser's own words stay when none of these fits.
+
+    >>> explain_yaml_error("a:\\n\\tb: 1\\n", 2, 1, "found a tab character ...")
+    (1, 'a tab in the indentation', 'replace the tab with spaces: YAML indents with spaces only')
+    """
+    lines = text.splitlines()
+    here = lines[line - 1] if 0 < line <= len(lines) else ""
+    indent = len(here) - len(here.lstrip(" \t"))
+    if "\t" in here[:indent] or here[column - 1 : column] == "\t":
+        tab = here.index("\t") + 1 if "\t" in here[: max(indent, column)] else column
+        return tab, "a tab in the indentation", ("replace the tab with spaces: YAML indents "
+                                                 "with spaces only")
+    if message.startswith("did not find expected ','") and "${{" in here:
+        expression = re.search(r"\$\{\{.*?\}\}", here)
+        shown = expression.group(0) if expression else "${{ ... }}"
+        return column, message, (f"an unquoted '${{{{' inside '{{ }}' or '[ ]' starts a "
+                                 f"nested mapping: quote the expression ('{shown}') or write "
+                                 "one key per line")
+    misplaced = message.startswith(("did not find expected", "mapping values are not allowed"))
+    stripped = here.lstrip(" ")
+    if misplaced and (stripped == "-" or stripped.startswith("- ")):
+        above = _column_above(lines[: line - 1], indent + 1, dash=True)
+        if above is not None and above[0] != indent + 1:
+            return indent + 1, (f"this list item ('-' in column {indent + 1}) is not in line "
+                                "with the items above it"), (
+                f"put its '-' in column {above[0]}, under the '-' of line {above[1]}")
+    key = _KEY_LINE.match(here)
+    if misplaced and key is not None:
+        name, start = key.group(2), here.index(key.group(2)) + 1
+        colon = here.index(":", start - 1) + 1
+        if message.startswith("mapping values") and column > colon:
+            return column, message, "quote the whole value: an unquoted ': ' starts a new mapping"
+        above = _column_above(lines[: line - 1], start, dash=False)
+        if above is not None and above[0] != start:
+            return start, (f"'{name}:' in column {start} is not in line with the keys above "
+                           "it"), (f"keys of one mapping start in the same column: move it to "
+                                   f"column {above[0]}, under '{above[2]}:' on line {above[1]}")
+    if message.startswith("mapping values are not allowed"):
+        return column, message, "quote the whole value: an unquoted ': ' starts a new mapping"
+    return column, message, None
+
+
+def _column_above(lines: Sequence[str], column: int, *, dash: bool
+                  ) -> tuple[int, int, str] | None:
+    """The column nearest ``column`` where a key (or a list's ``-``) starts on the lines above,
+    among the enclosing ones: (column, line number, key). Deeper wins a tie."""
+    best: tuple[int, int, str] | None = None
+    limit = 10**9  # only lines less indented than every line below them enclose the error
+    for number in range(len(lines), 0, -1):
+        text = lines[number - 1]
+        stripped = text.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(text) - len(stripped)
+        if indent >= limit:
+            continue
+        limit = indent + 1
+        if dash:
+            if not (stripped == "-" or stripped.startswith("- ")):
+                continue
+            found = (indent + 1, number, "-")
+        else:
+            key = _KEY_LINE.match(text)
+            if key is None:
+                continue
+            found = (text.index(key.group(2)) + 1, number, key.group(2))
+        if best is None or abs(found[0] - column) < abs(best[0] - column):
+            best = found
+        if indent == 0:
+            break
+    return best
+
+
 class _GroupParser:
     def __init__(self, data: dict[str, Any], report: GroupReporter) -> None:
         self.data = data
         self.r = report
+        self.misspelt_needs: dict[str, list[tuple[str, int]]] = {}
+        """Step id -> (the step a misspelt 'needs' entry likely means, index of its error)."""
+        self.not_upstream: list[_Unordered] = []
+        self.used_inputs: set[str] = set()
+        self.all_inputs_used = False
 
     def parse(self, path: Path, digest: str) -> Group | None:
         data, r = self.data, self.r
@@ -270,6 +363,7 @@ class _GroupParser:
         if steps:
             self.check_graph(steps)
             self.check_expressions(steps, inputs, outputs)
+            self.check_unused_inputs(inputs)
         if group_id is None or description is None:
             return None
         return Group(
@@ -532,8 +626,12 @@ class _GroupParser:
                         self.data["steps"][step.index]["needs"], str):
                     where = ("steps", step.index, "needs")
                 if need not in known:
+                    meant = self.r.closest(need, ids)
+                    if meant is not None:
+                        self.misspelt_needs.setdefault(step.id, []).append(
+                            (meant, len(self.r.items)))
                     self.r.error("unknown-step", where, f"unknown step '{need}'",
-                                 self.r.suggest(need, ids), subject=step.id)
+                                 f"did you mean '{meant}'?" if meant else None, subject=step.id)
                 elif need == step.id:
                     self.r.error("cycle", where, f"step '{step.id}' needs itself",
                                  subject=step.id)
@@ -572,6 +670,68 @@ class _GroupParser:
             for part in template.expressions:
                 self.check_node(part.node, path, part.offset, input_names, step_ids,
                                 set(step_ids), current=None)
+        self.report_not_upstream(steps, upstream)
+
+    def report_not_upstream(self, steps: Sequence[Step], upstream: Mapping[str, StepSet]
+                            ) -> None:
+        """Report each step that reads one it does not run after, one error per fix.
+
+        A misspelt 'needs' entry that meant the step read is the cause; else the earliest step
+        (in run order) that reads the same step without running after it: adding it to that
+        step's 'needs' puts it upstream of every step that runs later too. The errors one fix
+        clears are folded under the error that names the fix."""
+        if not self.not_upstream:
+            return
+        order = {step.id: step.index for step in steps}
+        readers: dict[str, list[str]] = {}
+        for found in self.not_upstream:
+            holders = readers.setdefault(found.target, [])
+            if found.reader not in holders:
+                holders.append(found.reader)
+
+        def runs_before(a: str, b: str) -> bool:
+            return a == b or a in upstream.get(b, _NO_STEPS)
+
+        roots: dict[tuple[str, str] | int, Diagnostic] = {}
+        folded: dict[tuple[str, str] | int, list[Diagnostic]] = {}
+        for found in self.not_upstream:
+            cause: tuple[str, str] | int | None = None
+            for step_id, misspelt in self.misspelt_needs.items():
+                if runs_before(step_id, found.reader):
+                    cause = next((index for meant, index in misspelt
+                                  if runs_before(found.target, meant)), None)
+                    if cause is not None:
+                        break
+            if cause is None:
+                earlier = [r for r in readers[found.target] if runs_before(r, found.reader)]
+                first = min((r for r in earlier if not any(
+                    o != r and runs_before(o, r) for o in earlier)),
+                    key=lambda r: order.get(r, 0), default=found.reader)
+                cause = (first, found.target)
+            hint = f"add '{found.target}' to the 'needs' of step '{found.reader}'"
+            diagnostic = self.r.make(
+                Severity.ERROR, "not-upstream", found.where,
+                f"step '{found.reader}' uses steps.{found.target} but does not run after it",
+                hint, offset=found.column)
+            if cause in roots or isinstance(cause, int):
+                folded.setdefault(cause, []).append(replace(diagnostic, hint=None))
+            else:
+                roots[cause] = diagnostic
+        for cause, items in folded.items():
+            if isinstance(cause, int):
+                self.r.items[cause] = self.r.items[cause].folding(items)
+        self.r.items.extend(root.folding(folded.get(cause, []))
+                            for cause, root in roots.items())
+
+    def check_unused_inputs(self, inputs: Sequence[InputSpec]) -> None:
+        if self.all_inputs_used:
+            return
+        for spec in inputs:
+            if spec.required and not spec.has_default and spec.name not in self.used_inputs:
+                self.r.warn("unused-input", ("inputs", spec.name),
+                            f"required input '{spec.name}' is not used by any step or output",
+                            f"pass it to a step as '${{{{ inputs.{spec.name} }}}}', or remove "
+                            "it: every caller has to give it", key=True)
 
     def parse_condition(self, text: str, where: PathKey) -> tuple[Node, int] | None:
         """The condition's expression and its offset in the string (``${{ }}`` is optional)."""
@@ -616,9 +776,11 @@ class _GroupParser:
                              did_you_mean(ref.root, ROOTS) or "use inputs, context or steps",
                              offset=col)
             elif ref.root == "inputs":
-                if not ref.path:
+                if not ref.path or not isinstance(ref.path[0], str):
+                    self.all_inputs_used = True
                     continue
                 name = str(ref.path[0])
+                self.used_inputs.add(name)
                 if name not in input_names:
                     self.r.error("unknown-input", where, f"input '{name}' is not declared",
                                  self.r.suggest(name, input_names)
@@ -636,10 +798,12 @@ class _GroupParser:
             self.r.error("unknown-step", where, f"unknown step '{target}'",
                          self.r.suggest(target, step_ids), offset=col)
             return
-        if target == current or target not in upstream:
-            self.r.error("not-upstream", where,
-                         f"step '{current}' uses steps.{target} but does not run after it",
-                         f"add '{target}' to the 'needs' of step '{current}'", offset=col)
+        if target == current:
+            self.r.error("not-upstream", where, f"step '{current}' uses its own steps.{target}",
+                         "a step cannot read its own outputs or status; read them in a step "
+                         f"that needs '{target}'", offset=col)
+        elif target not in upstream and current is not None:
+            self.not_upstream.append(_Unordered(current, target, where, col))
         if len(path) >= 2 and path[1] not in ("outputs", "output", "status"):
             self.r.error("bad-reference", where,
                          f"steps.{target}.{path[1]}: a step has 'outputs' and 'status'",
@@ -664,6 +828,16 @@ def iter_templates(value: Any, where: PathKey, report: GroupReporter,
         for i, item in enumerate(value):
             found.extend(iter_templates(item, (*where, i), report))
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Unordered:
+    """A step that reads ``steps.<target>`` without running after it."""
+
+    reader: str
+    target: str
+    where: PathKey
+    column: int
 
 
 _DONE = object()
@@ -722,36 +896,80 @@ class StepSet:
 
 
 def ancestors(needs: Mapping[str, Sequence[str]]) -> dict[str, StepSet]:
-    """For each step, every step it transitively needs (cycles tolerated).
+    """For each step, every step it transitively needs; in a cycle, every step of the cycle
+    (itself included) runs "before" each of them, so a cycle is reported once, as a cycle.
 
     Each answer is a bit set over the steps, so a chain of n steps costs n * n / 8 bytes rather
     than n * n set entries, and the walk is iterative, so any depth is fine.
 
     >>> sorted(ancestors({"a": [], "b": ["a"], "c": ["b"]})["c"])
     ['a', 'b']
+    >>> sorted(ancestors({"a": ["b"], "b": ["a"], "c": ["a"]})["c"])
+    ['a', 'b']
     """
     index = {step: i for i, step in enumerate(needs)}
-    bits: dict[str, int] = {}
-    for root in needs:
-        if root in bits:
+    component: dict[str, int] = {}
+    masks: list[int] = []  # per component: its own steps
+    upstream: list[int] = []  # per component: the steps that run before it
+    # Tarjan's algorithm emits a component only after every component it needs.
+    for members in _strong_components(needs):
+        number = len(masks)
+        mask = 0
+        for member in members:
+            component[member] = number
+            mask |= 1 << index[member]
+        before = mask if len(members) > 1 or members[0] in needs[members[0]] else 0
+        for member in members:
+            for need in needs[member]:
+                other = component.get(need)
+                if other is not None and other != number:
+                    before |= upstream[other] | masks[other]
+        masks.append(mask)
+        upstream.append(before)
+    return {step: StepSet(upstream[component[step]], index) for step in needs}
+
+
+def _strong_components(graph: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """The strongly connected components of a ``node -> upstream nodes`` graph, each after
+    the components it reaches (Tarjan's algorithm without recursion; unknown nodes ignored)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in order:
             continue
-        gathered = {root: 0}
-        stack = [(root, iter(needs[root]))]
-        while stack:
-            node, pending = stack[-1]
-            need = next(pending, _DONE)
-            if need is _DONE:
-                stack.pop()
-                bits[node] = gathered.pop(node)
-                if stack:
-                    gathered[stack[-1][0]] |= bits[node] | 1 << index[node]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(graph[root]))]
+        while work:
+            node, pending = work[-1]
+            nxt = next(pending, _DONE)
+            if nxt is _DONE:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == order[node]:
+                    members: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.append(member)
+                        if member == node:
+                            break
+                    found.append(members)
                 continue
-            assert isinstance(need, str)
-            if need not in index or need in gathered:  # unknown, or a cycle back to the path
+            assert isinstance(nxt, str)
+            if nxt not in graph:
                 continue
-            if need in bits:
-                gathered[node] |= bits[need] | 1 << index[need]
-                continue
-            gathered[need] = 0
-            stack.append((need, iter(needs[need])))
-    return {step: StepSet(value, index) for step, value in bits.items()}
+            if nxt not in order:
+                order[nxt] = low[nxt] = len(order)
+                stack.append(nxt)
+                on_stack.add(nxt)
+                work.append((nxt, iter(graph[nxt])))
+            elif nxt in on_stack:
+                low[node] = min(low[node], order[nxt])
+    return found

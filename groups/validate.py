@@ -14,7 +14,8 @@ fails when the step runs. The types come from the skills' output schemas
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,11 @@ from skillgrove.groups.expressions import (
     start_offset,
     walk,
 )
-from skillgrove.groups.loader import GroupReporter, find_cycle, iter_templates
+from skillgrove.groups.loader import STEP_FIELDS, GroupReporter, find_cycle, iter_templates
 from skillgrove.groups.model import Group, Step
 from skillgrove.skills import limits
 from skillgrove.skills._yaml import PathKey
-from skillgrove.skills.diagnostics import Diagnostic, did_you_mean
+from skillgrove.skills.diagnostics import Diagnostic, Severity, did_you_mean
 from skillgrove.skills.errors import ExpressionSyntaxError
 from skillgrove.skills.loader import UnreadableFile, check_value, read_regular_file
 from skillgrove.skills.model import Skill
@@ -53,6 +54,11 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
     report.subject = group.id
     input_types = {spec.name: spec.type for spec in group.inputs}
     by_id = {step.id: step for step in group.steps}
+    step_keys: dict[int, list[str]] = {}  # step index -> the keys written in it
+    for key in group.source.keys:
+        if (len(key) == 3 and key[0] == "steps" and isinstance(key[1], int)
+                and isinstance(key[2], str)):
+            step_keys.setdefault(key[1], []).append(key[2])
     for step in group.steps:
         where: PathKey = ("steps", step.index)
         target_skill = skills.get(step.skill) if step.skill else None
@@ -67,9 +73,15 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
             report.warn("skill-unavailable", (*where, "skill"),
                         f"skill '{target_skill.name}' is unavailable here: "
                         + "; ".join(target_skill.availability.reasons), subject=step.id)
+        if target_skill is not None and _instruction_only(target_skill) and step.with_:
+            report.warn("with-ignored", (*where, "with"), f"skill '{target_skill.name}' is "
+                        "instruction-only: nothing runs, so 'with:' is not used",
+                        "remove 'with:'; the agent is given the skill's instructions instead",
+                        key=True, subject=step.id)
         params, required, open_params = _parameters(target_skill, target_group)
+        misplaced = _misplaced_inputs(step, where, params, step_keys.get(step.index, ()), report)
         if params is not None:
-            _check_parameters(step, where, params, required, open_params, report)
+            _check_parameters(step, where, params, required, open_params, report, misplaced)
             root = target_skill.inputs if target_skill is not None else None
             _check_types(step, where, params, root, skills, groups, by_id, input_types, report)
         _check_output_refs(step.with_, (*where, "with"), skills, groups, by_id, report, step.id)
@@ -105,6 +117,12 @@ def validate_group(group: Group, skills: Mapping[str, Skill], groups: Mapping[st
     return report.items
 
 
+def _instruction_only(skill: Skill) -> bool:
+    """Nothing to run and no declared inputs or outputs: its steps take no values and give
+    none (a skill without an entrypoint that declares its schemas is taken at its word)."""
+    return not skill.is_executable and skill.inputs is None and skill.outputs is None
+
+
 def _read(group: Group) -> str:
     try:
         return read_regular_file(group.path, limits.GROUP_FILE_MAX_BYTES).decode(
@@ -130,9 +148,37 @@ def _parameters(skill: Skill | None, group: Group | None
     return None, (), True
 
 
+def _misplaced_inputs(step: Step, where: PathKey, params: Mapping[str, Any] | None,
+                      step_keys: Sequence[str], report: GroupReporter) -> dict[str, int]:
+    """Report the step's unknown fields that are inputs of what it calls (the lines under
+    ``with:`` were not indented): one error, at the first, the others folded under it. Their
+    names, each with the index of that error."""
+    names = [name for name in step_keys if name not in STEP_FIELDS and params is not None
+             and name in params and name not in step.with_]
+    if not names:
+        return {}
+
+    def error(name: str, hint: str | None) -> Diagnostic:
+        return report.make(Severity.ERROR, MISPLACED_INPUT, (*where, name),
+                           f"'{name}' is an input of {step.kind} '{step.target}', not a field "
+                           "of the step", hint, key=True, subject=step.id)
+
+    others = " and ".join(repr(n) for n in names[1:])
+    them = f"it{' and ' + others if others else ''}"
+    head = error(names[0], f"indent {them} under 'with:'" if "with" in step_keys
+                 else f"move {them} under a 'with:' of the step")
+    report.items.append(head.folding([error(name, None) for name in names[1:]]))
+    return dict.fromkeys(names, len(report.items) - 1)
+
+
+MISPLACED_INPUT = "misplaced-input"
+"""The rule of an input written beside ``with:`` instead of under it; it replaces the loader's
+``unknown-field`` error for the same key (see :func:`groups.library.load_library`)."""
+
+
 def _check_parameters(step: Step, where: PathKey, params: Mapping[str, Any],
                       required: tuple[str, ...], open_params: bool,
-                      report: GroupReporter) -> None:
+                      report: GroupReporter, misplaced: Mapping[str, int]) -> None:
     target = f"{step.kind} '{step.target}'"
     for name in step.with_:
         if name not in params and not open_params:
@@ -141,10 +187,17 @@ def _check_parameters(step: Step, where: PathKey, params: Mapping[str, Any],
                          did_you_mean(str(name), params) or "its inputs: " + ", ".join(params),
                          key=True, subject=step.id)
     missing = [name for name in required if name not in step.with_]
-    if missing:
-        report.error("missing-parameter", (*where, "with") if step.with_ else where,
-                     f"{target} needs input {', '.join(repr(m) for m in missing)}",
-                     "pass it under 'with:'", subject=step.id)
+    if not missing:
+        return
+    diagnostic = report.make(Severity.ERROR, "missing-parameter",
+                             (*where, "with") if step.with_ else where,
+                             f"{target} needs input {', '.join(repr(m) for m in missing)}",
+                             "pass it under 'with:'", subject=step.id)
+    if all(name in misplaced for name in missing):  # indenting them is the one fix
+        cause = misplaced[missing[0]]
+        report.items[cause] = report.items[cause].folding([replace(diagnostic, hint=None)])
+    else:
+        report.items.append(diagnostic)
 
 
 def _check_types(step: Step, where: PathKey, params: Mapping[str, Any],
@@ -289,6 +342,8 @@ def _declared_outputs(step: Step, skills: Mapping[str, Skill],
     """Output names a step is known to produce, or None when it does not say."""
     if step.skill:
         skill = skills.get(step.skill)
+        if skill is not None and _instruction_only(skill):
+            return []
         if skill is None or skill.outputs is None:
             return None
         if skill.outputs.get("additionalProperties") is True:
@@ -315,7 +370,14 @@ def _check_output_refs(value: Any, where: PathKey, skills: Mapping[str, Skill],
                     continue
                 declared = _declared_outputs(step, skills, groups)
                 name = str(ref.path[2])
-                if declared is not None and name not in declared:
+                if declared == [] and step.skill:
+                    report.error("unknown-output", path,
+                                 f"skill '{step.skill}' of step '{step.id}' is instruction-only "
+                                 f"and has no outputs: '{name}' is never set",
+                                 "an instruction-only skill runs nothing; its instructions go "
+                                 "to the agent, so read results from a skill that runs",
+                                 offset=part.offset + ref.offset, subject=subject)
+                elif declared is not None and name not in declared:
                     report.error("unknown-output", path,
                                  f"{step.kind} '{step.target}' of step '{step.id}' has no output "
                                  f"'{name}'", did_you_mean(name, declared)

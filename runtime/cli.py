@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from skillgrove.groups.library import Library
 from skillgrove.runtime import commands
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
 from skillgrove.skills.safety import RULES_BY_ID
 
 if TYPE_CHECKING:
+    from skillgrove.groups.library import Library
     from skillgrove.runtime.engine import Skillgrove
 
 
@@ -296,6 +296,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "ok": not library.errors,
             "roots": [str(r) for r in library.roots],
             "summary": summary,
+            "groups": [{"id": group.id, "path": str(group.path)}
+                       for group in sorted(library.groups.values(), key=lambda g: g.id)],
             "diagnostics": [d.to_dict() for d in library.diagnostics
                             if not (args.quiet and d.severity is not Severity.ERROR)],
         }

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from skillgrove.graph.documents import GROUP_PREFIX
-from skillgrove.graph.retrieval import RequestContext
 from skillgrove.skills.errors import SkillgroveError
 
 if TYPE_CHECKING:
-    from skillgrove.graph.retrieval import Toolbox
+    from skillgrove.graph.retrieval import RequestContext, Toolbox
     from skillgrove.graph.store import GraphStore
     from skillgrove.runtime.engine import Skillgrove
 
@@ -133,6 +132,7 @@ code that reads the values later)."""
 
 
 def load_context(path: Path | None) -> RequestContext:
+    from skillgrove.graph.retrieval import RequestContext
     from skillgrove.runtime.engine import Skillgrove
 
     if path is None:

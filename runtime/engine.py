@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "graph.sqlite"
 RUN_LOG_FILE = "runs.sqlite"
+LIBRARY_CACHE_FILE = "library.cache"
+"""The last library load (see :mod:`skillgrove.groups.cache`)."""
 FINGERPRINT_KEY = "library_fingerprint"
 PATHS_KEY = "library_paths"
 SKILL_RUN_PREFIX = "skill:"
@@ -342,14 +344,17 @@ class Skillgrove:
             return self._library
 
     def _load(self, *, write_ids: bool = False) -> tuple[Library, str]:
-        from skillgrove.groups.library import library_fingerprint, load_library
+        from skillgrove.groups.cache import load_library_cached
+        from skillgrove.groups.library import library_fingerprint
         from skillgrove.skills.loader import LoadOptions
         from skillgrove.skills.safety import SafetyPolicy
 
         paths = self.paths
         fingerprint = library_fingerprint(paths)
         options = LoadOptions(safety=SafetyPolicy(allow=self.allow_rules), write_ids=write_ids)
-        library = load_library(paths, options)
+        # An unchanged library is served from the last load (keyed by every file it read).
+        library = load_library_cached(paths, options,
+                                      cache_file=self.index_dir / LIBRARY_CACHE_FILE)
         return self._keep_last_good(library), fingerprint
 
     def _keep_last_good(self, library: Library) -> Library:

@@ -70,6 +70,7 @@ from skillgrove.runtime.events import Event, EventKind, EventSink, ignore
 from skillgrove.runtime.executors import Cancel, ExecResult, Executor, Outcome, Workspace
 from skillgrove.skills import boundedjson
 from skillgrove.skills.boundedjson import JSONLimitError, value_problem
+from skillgrove.skills.diagnostics import did_you_mean
 from skillgrove.skills.errors import ExpressionError
 from skillgrove.skills.model import Skill
 
@@ -165,7 +166,10 @@ def resolve_inputs(group: Group, given: Mapping[str, Any]) -> dict[str, Any]:
     declared = {spec.name for spec in group.inputs}
     for name in given:
         if name not in declared:
-            problems.append(f"unknown input '{name}' (inputs: {', '.join(sorted(declared))})")
+            problems.append(f"unknown input '{name}' ("
+                            + (did_you_mean(str(name), declared) or (
+                                f"inputs: {', '.join(sorted(declared))}" if declared
+                                else "the group takes no inputs")) + ")")
     for spec in group.inputs:
         if spec.name in given and given[spec.name] is not None:
             try:
@@ -179,7 +183,10 @@ def resolve_inputs(group: Group, given: Mapping[str, Any]) -> dict[str, Any]:
             elif not matches_type(value, spec.type):
                 problems.append(f"input '{spec.name}' must be {spec.type}, got {value!r}")
             elif spec.enum is not None and value not in spec.enum:
-                problems.append(f"input '{spec.name}' must be one of {list(spec.enum)}")
+                meant = did_you_mean(value, [str(v) for v in spec.enum]) if isinstance(
+                    value, str) else None
+                problems.append(f"input '{spec.name}' must be one of {list(spec.enum)}"
+                                + (f" ({meant})" if meant else ""))
             values[spec.name] = value
         elif spec.has_default:
             values[spec.name] = spec.default

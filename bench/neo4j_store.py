@@ -8,9 +8,12 @@ The server's skills and groups are replaced. For each size:
 * sync throughput: a full sync into an empty graph (skills per second), a sync that changes
   nothing, and one that updates 5 % of the skills;
 * search latency, p50 and p95 over the sample requests: ``vector_search`` and ``text_search``
-  (k = 50, what retrieval asks for) and a whole ``Retriever.search``;
+  (k = 50, what retrieval asks for) and a whole ``Retriever.search``, both stores in the same
+  run, with the ratio of their p50s (issue #15: at most 10x, and at most 40 ms at 10k);
+* round trips per ``Retriever.search`` on Neo4j: the store's reads, each one query (counted by
+  wrapping ``Neo4jStore._read``);
 * quality: recall of the Neo4j top 50 by vector against the exact top 50, and how many requests
-  get the same top-5 skills from both stores.
+  get the same top-5 skills and the same group from both stores.
 
 The 1k set is the first 1,000 skills of the corpus (``../shared/corpora/skills``) with their real
 embeddings. The 10k set is synthesized: the 1,299 corpus skills plus variants of them whose text
@@ -29,12 +32,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from skillgrove.graph import EmbeddedStore, NodeKind, Retriever
+from skillgrove.graph.cypher import Statement
 from skillgrove.graph.embeddings import (
     CachedEncoder,
     EmbeddingCache,
@@ -135,6 +140,29 @@ def sync_figures(store: GraphStore, nodes: list[NodeRecord], vectors: dict[str, 
     return {"full": full, "noop": noop, "update": update, "updated": len(report.updated)}
 
 
+def round_trips(store: Neo4jStore, encoder: CachedEncoder) -> list[int]:
+    """The reads (one query, one round trip each) of a ``Retriever.search`` per request."""
+    retriever = Retriever(store, encoder)
+    retriever.router()
+    read = store._read
+    reads: list[str] = []
+
+    def counted(statement: Statement) -> list[dict[str, Any]]:
+        reads.append(statement[0])
+        return read(statement)
+
+    store._read = counted  # type: ignore[method-assign]
+    try:
+        counts = []
+        for request in REQUESTS:
+            reads.clear()
+            retriever.search(request, k=10)
+            counts.append(len(reads))
+    finally:
+        del store._read
+    return counts
+
+
 def search_figures(store: GraphStore, encoder: CachedEncoder) -> dict[str, tuple[float, float]]:
     vectors = encoder.encode(REQUESTS)
     retriever = Retriever(store, encoder)
@@ -158,9 +186,9 @@ def quality(neo4j: Neo4jStore, embedded: EmbeddedStore,
         recalls.append(len(exact & found) / len(exact))
     same = 0
     for request in REQUESTS:
-        tops = [[s.id for s in Retriever(s, encoder).search(request, k=5).skills]
-                for s in (neo4j, embedded)]
-        same += set(tops[0]) == set(tops[1])
+        toolboxes = [Retriever(s, encoder).search(request, k=5) for s in (neo4j, embedded)]
+        tops = [({s.id for s in t.skills}, t.group.id if t.group else None) for t in toolboxes]
+        same += tops[0] == tops[1]
     return statistics.mean(recalls), same
 
 
@@ -189,12 +217,13 @@ def main() -> None:
                 searches = {"neo4j": search_figures(neo4j, encoder),
                             "embedded": search_figures(embedded, encoder)}
                 recall, same = quality(neo4j, embedded, encoder)
+                trips = round_trips(neo4j, encoder)
                 embedded.close()
-            rows.append((size, len(edges), syncs, searches, recall, same))
+            rows.append((size, len(edges), syncs, searches, recall, same, trips))
     finally:
         neo4j.close()
 
-    for size, edge_count, syncs, searches, recall, same in rows:
+    for size, edge_count, syncs, searches, recall, same, trips in rows:
         print(f"== {size:,} skills, {edge_count:,} SIMILAR_TO edges")
         for name in ("neo4j", "embedded"):
             s = syncs[name]
@@ -208,8 +237,10 @@ def main() -> None:
             n50, n95 = searches["neo4j"][what]
             e50, e95 = searches["embedded"][what]
             print(f"  {what:<18}{n50:10.1f}{n95:8.1f}{e50:14.2f}{e95:8.2f}{n50 / e50:10.0f}x")
-        print(f"  vector recall@50 (neo4j vs exact): {recall:.3f}; same top-5 skills from "
-              f"Retriever: {same}/{len(REQUESTS)}\n")
+        print(f"  round trips per Retriever.search on neo4j: median "
+              f"{statistics.median(trips):g}, max {max(trips)}, mean {statistics.mean(trips):.1f}")
+        print(f"  vector recall@50 (neo4j vs exact): {recall:.3f}; same top-5 skills and group "
+              f"from Retriever: {same}/{len(REQUESTS)}\n")
 
 
 if __name__ == "__main__":

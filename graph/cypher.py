@@ -332,6 +332,31 @@ def node_vector(node_id: str) -> Statement:
     return " UNION ALL ".join(parts), {"id": node_id}
 
 
+def nodes_by_id(ids: Sequence[str]) -> Statement:
+    """The nodes among ``ids`` (one index seek per label)."""
+    parts = [f"MATCH (n:{name}) WHERE n.id IN $ids RETURN {_node_columns('n')}"
+             for name in _node_labels(None)]
+    return " UNION ALL ".join(parts), {"ids": list(ids)}
+
+
+def node_vectors(ids: Sequence[str]) -> Statement:
+    """The embeddings of the nodes among ``ids`` that have one."""
+    parts = [f"MATCH (n:{name}) WHERE n.id IN $ids AND n.embedding IS NOT NULL "
+             "RETURN n.id AS id, n.embedding AS embedding" for name in _node_labels(None)]
+    return " UNION ALL ".join(parts), {"ids": list(ids)}
+
+
+def neighbors_of(ids: Sequence[str], kinds: Sequence[EdgeKind] | None = None) -> Statement:
+    """:func:`neighbors` of several nodes at once; ``of`` names the node each row is about,
+    and each node's rows come in :func:`neighbors`' order."""
+    find = " UNION ALL ".join(f"MATCH (n:{name}) WHERE n.id IN $ids RETURN n"
+                              for name in _node_labels(None))
+    return (f"CALL {{ {find} }} MATCH (n)-[r:{_rel_types(kinds)}]-(m) WHERE {_any_label('m')} "
+            f"RETURN n.id AS of, startNode(r) = n AS outgoing, {_EDGE_COLUMNS}, "
+            f"{_node_columns('m')} ORDER BY of, outgoing DESC, kind, src, dst, group",
+            {"ids": list(ids)})
+
+
 EXHAUSTIVE_VECTOR_SEARCH_UP_TO = 2000
 """Up to this many nodes of a kind, a vector search asks the index for all of them."""
 VECTOR_CANDIDATES = 1000
@@ -356,6 +381,26 @@ def vector_search(kind: NodeKind, vector: Sequence[float], k: int) -> Statement:
             {"index": vector_index_name(kind), "k": k, "vector": [float(x) for x in vector],
              "exhaustive_up_to": EXHAUSTIVE_VECTOR_SEARCH_UP_TO,
              "candidates": max(k, VECTOR_CANDIDATES)})
+
+
+def vector_searches(limits: Mapping[NodeKind, int], vector: Sequence[float]) -> Statement:
+    """:func:`vector_search` over several kinds in one statement; ``kind`` names each row's
+    kind (its :class:`NodeKind` value), each kind's rows best first."""
+    parts: list[str] = []
+    params: dict[str, Any] = {"vector": [float(x) for x in vector],
+                              "exhaustive_up_to": EXHAUSTIVE_VECTOR_SEARCH_UP_TO}
+    for i, (kind, k) in enumerate(limits.items()):
+        parts.append(
+            f"CALL {{ MATCH (n:{label(kind)}) WITH count(n) AS total "
+            f"WITH CASE WHEN total <= $exhaustive_up_to THEN total "
+            f"ELSE $candidates_{i} END AS candidates WHERE candidates > 0 "
+            f"CALL db.index.vector.queryNodes($index_{i}, candidates, $vector) "
+            f"YIELD node, score RETURN node.id AS id, score ORDER BY score DESC, id "
+            f"LIMIT $k_{i} }} RETURN $kind_{i} AS kind, id, score")
+        params.update({f"index_{i}": vector_index_name(kind), f"k_{i}": k,
+                       f"candidates_{i}": max(k, VECTOR_CANDIDATES),
+                       f"kind_{i}": _kind_value(kind)})
+    return " UNION ALL ".join(parts), params
 
 
 def cosine_from_score(score: float) -> float:
@@ -491,6 +536,39 @@ def fulltext_statistics(kind: NodeKind, tokens: Sequence[str]) -> Statement:
             "RETURN total, statistics, term.term AS term, count(node) AS df",
             {"index": fulltext_index_name(kind), "stats_key": statistics_key(kind),
              "terms": [{"term": t, "query": lucene_escape(t)} for t in query_terms(tokens)]})
+
+
+def fulltext_statistics_of(kinds: Sequence[NodeKind], tokens: Sequence[str]) -> Statement:
+    """:func:`fulltext_statistics` of several kinds in one statement; ``kind`` names each
+    row's kind."""
+    parts: list[str] = []
+    params: dict[str, Any] = {
+        "terms": [{"term": t, "query": lucene_escape(t)} for t in query_terms(tokens)]}
+    for i, kind in enumerate(kinds):
+        parts.append(
+            f"MATCH (n:{label(kind)}) WITH count(n) AS total "
+            f"OPTIONAL MATCH (m:{META_LABEL} {{key: $stats_key_{i}}}) "
+            "WITH total, m.value AS statistics UNWIND $terms AS term "
+            f"CALL db.index.fulltext.queryNodes($index_{i}, term.query) YIELD node "
+            f"RETURN $kind_{i} AS kind, total, statistics, term.term AS term, "
+            "count(node) AS df")
+        params.update({f"index_{i}": fulltext_index_name(kind),
+                       f"stats_key_{i}": statistics_key(kind), f"kind_{i}": _kind_value(kind)})
+    return " UNION ALL ".join(parts), params
+
+
+def fulltext_searches(searches: Sequence[tuple[NodeKind, str, int]]) -> Statement:
+    """:func:`fulltext_search` for several ``(kind, lucene query, limit)`` in one statement;
+    ``kind`` names each row's kind."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    for i, (kind, query, limit) in enumerate(searches):
+        parts.append(f"CALL db.index.fulltext.queryNodes($index_{i}, $query_{i}, "
+                     f"{{limit: $limit_{i}}}) YIELD node, score "
+                     f"RETURN $kind_{i} AS kind, node.id AS id, node.tokens AS tokens, score")
+        params.update({f"index_{i}": fulltext_index_name(kind), f"query_{i}": query,
+                       f"limit_{i}": limit, f"kind_{i}": _kind_value(kind)})
+    return " UNION ALL ".join(parts), params
 
 
 def average_length(kind: NodeKind) -> Statement:

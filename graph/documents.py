@@ -90,7 +90,9 @@ def _digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def skill_record(skill: Skill) -> NodeRecord:
+def skill_record(skill: Skill, shadowed_by: str | None = None) -> NodeRecord:
+    """``shadowed_by``: the id of the same-named skill that answers for the name, when this one
+    does not (it is indexed all the same, under its own id)."""
     text = skill_text(skill)
     data = {
         "description": skill.description,
@@ -108,6 +110,8 @@ def skill_record(skill: Skill) -> NodeRecord:
         "root": str(skill.root),
         "entrypoint": skill.entrypoint.kind if skill.entrypoint else None,
     }
+    if shadowed_by is not None:
+        data["shadowed_by"] = shadowed_by
     return NodeRecord(skill.id, NodeKind.SKILL, skill.name, text,
                       _digest(skill.content_hash, text, data), data)
 

@@ -28,6 +28,11 @@ for the query, which puts it on the same 0..1 scale (``graph.cypher``, "fulltext
 On the 1,321-skill corpus both stores return the same top-5 skills for every sample request
 (``bench/neo4j_agreement.py``).
 
+**Round trips.** Every read is one query, one round trip; the batched reads of the Protocol
+(``nodes_by_id``, ``vectors``, ``neighbors_of``, and ``text_searches`` / ``vector_searches`` over
+several kinds) are one query each, so a ``Retriever.search`` takes about eight
+(``tests/neo4j/test_round_trips.py`` holds it to ten), not one per record it reads.
+
 **Metadata** (the index's generation, router, library fingerprint) is written by the sync's
 transaction too (``sync(..., meta=)``): a reader sees the new graph with its new generation or
 the old graph with the old one, whenever the writer was stopped.
@@ -44,7 +49,7 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +300,7 @@ class Neo4jStore:
     def _read(self, statement: Statement) -> list[dict[str, Any]]:
         """A read in one round trip (an auto-commit query); when the connection turns out to
         be stale or the server busy, once more as a managed transaction, which the driver
-        retries. Retrieval makes dozens of small reads per request, so the round trip counts."""
+        retries. Each search makes several reads, so the round trip counts."""
         query, params = statement
         try:
             with self._driver.session(
@@ -358,12 +363,20 @@ class Neo4jStore:
         self._vector_dims[kind] = dimensions
 
     def _has_vector_index(self, kind: NodeKind) -> bool:
-        if kind not in self._vector_dims:
-            existing = self._indexes().get(cypher.vector_index_name(kind))
-            if existing is None:
-                return False  # nothing synced yet (another process may create it later)
-            self._vector_dims[kind] = int(_index_config(existing)["vector.dimensions"])
-        return True
+        return kind in self._vector_indexed([kind])
+
+    def _vector_indexed(self, kinds: Sequence[NodeKind]) -> set[NodeKind]:
+        """Which of ``kinds`` have a vector index; what is not known yet is asked in one
+        round trip (an index found is remembered; a missing one is asked for again, as
+        another process may create it)."""
+        unknown = [kind for kind in kinds if kind not in self._vector_dims]
+        if unknown:
+            indexes = self._indexes()
+            for kind in unknown:
+                existing = indexes.get(cypher.vector_index_name(kind))
+                if existing is not None:
+                    self._vector_dims[kind] = int(_index_config(existing)["vector.dimensions"])
+        return {kind for kind in kinds if kind in self._vector_dims}
 
     # -- sync ---------------------------------------------------------------------------------
 
@@ -385,6 +398,15 @@ class Neo4jStore:
                 raise StoreError(f"sync: vectors of {record.kind.value}s differ in dimension "
                                  f"({dims[record.kind]} and {size}, at {record.id!r})")
         with self._errors("sync", after="; the previous graph is unchanged"):
+            if dims:
+                # A kind with no node gets an index too (never a changed one), so that a
+                # search of it needs no look at the schema: absent indexes are asked for on
+                # every search, since another process may create them.
+                present = {record.kind for record in wanted.values()}
+                absent = [kind for kind in NodeKind if kind not in present]
+                indexed = self._vector_indexed(absent) if absent else set()
+                size = next(iter(dims.values()))
+                dims.update({kind: size for kind in absent if kind not in indexed})
             for kind, size in dims.items():
                 self._ensure_vector_index(kind, size)
             with self._driver.session(
@@ -527,29 +549,93 @@ class Neo4jStore:
         """The embedded store's BM25 on our tokens: Lucene finds the candidates through the
         fulltext index, their scores are the embedded store's (see :mod:`graph.cypher`,
         "fulltext")."""
+        return self.text_searches(query, {kind: k})[kind]
+
+    def text_searches(self, query: str, limits: Mapping[NodeKind, int],
+                      ) -> dict[NodeKind, list[tuple[str, float]]]:
+        """:meth:`text_search` over several kinds in two round trips: the statistics of every
+        kind, then every kind's Lucene query."""
+        out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in limits}
         tokens = list(query_tokens(query))
-        if not tokens or k <= 0:
-            return []
+        kinds = [kind for kind, k in limits.items() if k > 0]
+        if not tokens or not kinds:
+            return out
         with self._errors("search text"):
-            stats = self._read(cypher.fulltext_statistics(kind, tokens))
-            if not stats:
-                return []  # no node holds any of the terms
-            total = int(stats[0]["total"])
-            dfs = {row["term"]: int(row["df"]) for row in stats}
-            vocabulary = json.loads(stats[0]["statistics"] or "{}")
-            if "average_length" not in vocabulary:  # synced before statistics were stored
-                vocabulary["average_length"] = (
-                    self._read(cypher.average_length(kind))[0]["average_length"] or 0.0)
-            statistics = {"mean_idf": float(vocabulary.get("mean_idf", 0.0)),
-                          "average_length": float(vocabulary["average_length"])}
-            idfs = cypher.term_idfs(tokens, total, dfs, statistics["mean_idf"])
-            lucene = cypher.lucene_query(tokens, idfs, total, dfs)
-            if not lucene:
-                return []
-            rows = self._read(cypher.fulltext_search(kind, lucene,
-                                                     cypher.fulltext_candidates(k)))
-        return cypher.bm25_scores({row["id"]: row["tokens"] or "" for row in rows}, tokens,
-                                  idfs, statistics, k)
+            by_kind: dict[str, list[dict[str, Any]]] = {}
+            for row in self._read(cypher.fulltext_statistics_of(kinds, tokens)):
+                by_kind.setdefault(row["kind"], []).append(row)
+            plans: dict[NodeKind, tuple[dict[str, float], dict[str, float]]] = {}
+            searches: list[tuple[NodeKind, str, int]] = []
+            for kind in kinds:
+                stats = by_kind.get(kind.value)
+                if not stats:
+                    continue  # no node holds any of the terms
+                total = int(stats[0]["total"])
+                dfs = {row["term"]: int(row["df"]) for row in stats}
+                vocabulary = json.loads(stats[0]["statistics"] or "{}")
+                if "average_length" not in vocabulary:  # synced before statistics were stored
+                    vocabulary["average_length"] = (
+                        self._read(cypher.average_length(kind))[0]["average_length"] or 0.0)
+                statistics = {"mean_idf": float(vocabulary.get("mean_idf", 0.0)),
+                              "average_length": float(vocabulary["average_length"])}
+                idfs = cypher.term_idfs(tokens, total, dfs, statistics["mean_idf"])
+                lucene = cypher.lucene_query(tokens, idfs, total, dfs)
+                if lucene:
+                    plans[kind] = (idfs, statistics)
+                    searches.append((kind, lucene, cypher.fulltext_candidates(limits[kind])))
+            if not searches:
+                return out
+            hits: dict[str, dict[str, str]] = {}
+            for row in self._read(cypher.fulltext_searches(searches)):
+                hits.setdefault(row["kind"], {})[row["id"]] = row["tokens"] or ""
+        for kind, (idfs, statistics) in plans.items():
+            out[kind] = cypher.bm25_scores(hits.get(kind.value, {}), tokens, idfs, statistics,
+                                           limits[kind])
+        return out
+
+    def vector_searches(self, vector: Vectors, limits: Mapping[NodeKind, int],
+                        ) -> dict[NodeKind, list[tuple[str, float]]]:
+        """:meth:`vector_search` over several kinds in one round trip."""
+        out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in limits}
+        with self._errors("search vectors"):
+            present = self._vector_indexed([kind for kind, k in limits.items() if k > 0])
+            indexed = {kind: k for kind, k in limits.items() if kind in present}
+            if not indexed:
+                return out
+            rows = self._read(cypher.vector_searches(indexed, np.asarray(vector).tolist()))
+        for row in rows:
+            out[NodeKind(row["kind"])].append((row["id"], cypher.cosine_from_score(row["score"])))
+        return out
+
+    def nodes_by_id(self, ids: Iterable[str]) -> dict[str, NodeRecord]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        with self._errors("read nodes"):
+            rows = self._read(cypher.nodes_by_id(wanted))
+        found = {row["id"]: _record_from_row(row) for row in rows}
+        return {nid: found[nid] for nid in wanted if nid in found}
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, Vectors]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        with self._errors("read vectors"):
+            rows = self._read(cypher.node_vectors(wanted))
+        found = {row["id"]: np.asarray(row["embedding"], dtype=np.float32) for row in rows}
+        return {nid: found[nid] for nid in wanted if nid in found}
+
+    def neighbors_of(self, ids: Iterable[str], kinds: Sequence[EdgeKind] | None = None,
+                     ) -> dict[str, list[tuple[Edge, NodeRecord]]]:
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, list[tuple[Edge, NodeRecord]]] = {nid: [] for nid in wanted}
+        if not wanted or (kinds is not None and not kinds):
+            return out
+        with self._errors("read neighbours"):
+            rows = self._read(cypher.neighbors_of(wanted, kinds))
+        for row in rows:
+            out[row["of"]].append((_edge_from_row(row), _record_from_row(row)))
+        return out
 
     def vector(self, node_id: str) -> Vectors | None:
         with self._errors("read a vector"):

@@ -23,22 +23,28 @@ cut needs); skills used recently in the context get a small boost, and the quali
 demotes skills that keep failing. The selected set is the top skill plus every
 skill within ``select_ratio`` of its score (at most ``select_max``).
 
-**Suggestions** ("usually used with ..."): neighbours of the top skills over CO_USED (weight),
-FLOWS_TO and CONTAINS (skills that share a group), and SIMILAR_TO edges.
+**Suggestions** ("usually used with ..."): companions of the top skills over CO_USED (weight),
+FLOWS_TO (declared dependencies and group steps) and CONTAINS (skills that share a group), leaving
+out what the answer already ranks. SIMILAR_TO joins substitutes, not companions, so it is not
+followed here.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from skillgrove.graph.documents import example_id
-from skillgrove.graph.embeddings import Encoder
+from skillgrove.graph.embeddings import Encoder, Vectors
 from skillgrove.graph.indexer import GENERATION_KEY
-from skillgrove.graph.model import EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import cjk_share
@@ -232,9 +238,33 @@ class Retriever:
         """The index's group router (None with fewer than two groups)."""
         return self._refresh().router
 
+    @property
+    def _reads(self) -> _Reads:
+        """The store as the current search reads it (each thing once; see :class:`_Reads`);
+        outside one, a memo of its own."""
+        reads = _SEARCH_READS.get()
+        return reads if reads is not None and reads.store is self.store else _Reads(self.store)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The reads of one search (and the searches it makes), memoized together."""
+        reads = _SEARCH_READS.get()
+        if reads is not None and reads.store is self.store:
+            yield
+            return
+        token = _SEARCH_READS.set(_Reads(self.store))
+        try:
+            yield
+        finally:
+            _SEARCH_READS.reset(token)
+
     def search(self, request: str, context: RequestContext | None = None, k: int = 10,
                ) -> Toolbox:
         """The toolbox for ``request``."""
+        with self._reading():
+            return self._search(request, context, k)
+
+    def _search(self, request: str, context: RequestContext | None, k: int) -> Toolbox:
         started = time.perf_counter()
         context = context or RequestContext()
         if context.conversation:
@@ -255,11 +285,12 @@ class Retriever:
         if fast is not None:
             group, candidates = fast
             hits = {sid: (lexical, {"lexical": lexical}) for sid, lexical in
-                    self.store.text_search(NodeKind.SKILL, query, k)}
+                    self._reads.text_search(NodeKind.SKILL, query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
             vector = self.encoder.encode([query])[0]
             weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
+            self._search_all_kinds(query, vector, state.router)
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
             skills = self._atomic_tier(query, vector, context, k, weight)
@@ -299,11 +330,15 @@ class Retriever:
         if group is None and len(selected) > 1:
             edges = self._contract_edges(selected, edges)
         anchors = list(group.members) if group is not None else list(selected)
-        key = ("suggest", tuple(anchors))
+        # Companions the answer does not already offer: not the anchors, nor a ranked skill
+        # that scores at least half the best (the tail of the ranking is not an answer).
+        best = skills[0].score if skills else 0.0
+        shown = {*anchors, *(s.id for s in skills if best > 0 and s.score >= 0.5 * best)}
+        key = ("suggest", tuple(anchors), tuple(sorted(shown)))
         if state.memo is not None and key in state.memo:
             suggestions = state.memo[key]
         else:
-            suggestions = self._suggest(anchors, exclude=set(anchors))
+            suggestions = self._suggest(anchors, exclude=shown)
             if state.memo is not None:
                 state.memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
@@ -360,7 +395,7 @@ class Retriever:
         if cfg.near_miss_margin >= 1.0:
             return group
         skill_weight = cfg.skill_vector_weight if weight is None else weight
-        lexical = dict(self.store.text_search(NodeKind.SKILL, query, cfg.candidates))
+        lexical = dict(self._reads.text_search(NodeKind.SKILL, query, cfg.candidates))
         memo: dict[str, float] = {}
 
         def evidence(sid: str) -> float:
@@ -372,12 +407,18 @@ class Retriever:
         chosen = set(group.members)
         if not chosen:
             return group
+        reads = self._reads
+        reads.fetch(nodes=[gid for gid, _ in candidates[1:6]])
+        reads.fetch(nodes=[m for gid, _ in candidates[1:6] for m in _listed(reads.node(gid),
+                                                                           "members")],
+                    vectors=[*group.members, *(m for gid, _ in candidates[1:6]
+                                               for m in _listed(reads.node(gid), "members"))])
         level = sum(evidence(m) for m in chosen) / len(chosen)
         best: tuple[float, NodeRecord, float] | None = None
         for gid, belief in candidates[1:6]:
             if gid == group.id or belief < cfg.near_miss_min_belief:
                 continue
-            record = self.store.node(gid)
+            record = self._reads.node(gid)
             if record is None or _demotion(record) or self._unavailable_members(record):
                 continue
             members = set(record.data.get("members", ()))
@@ -421,7 +462,8 @@ class Retriever:
         against an edge already there, never closing a cycle)."""
         from skillgrove.graph.learning import acyclic_edges
 
-        records = [r for r in (self.store.node(sid) for sid in selected) if r is not None]
+        self._reads.fetch(nodes=selected)
+        records = [r for r in (self._reads.node(sid) for sid in selected) if r is not None]
         found: list[tuple[str, str]] = []
         for i, producer in enumerate(records):
             outputs = set(producer.data.get("outputs", ()))
@@ -486,8 +528,9 @@ class Retriever:
         # ones kept when the budget runs out.
         found: list[tuple[str, str, int]] = []  # (prerequisite, dependent, depth)
         blocks: list[tuple[str, list[str]]] = []
+        self._reads.fetch(nodes=selected, neighbors=selected)
         for sid in selected:
-            record = self.store.node(sid)
+            record = self._reads.node(sid)
             if record is None:
                 continue
             records[sid] = record
@@ -496,6 +539,7 @@ class Retriever:
             depth = 0
             while frontier:
                 depth += 1
+                self._reads.fetch(neighbors=frontier)
                 following: list[str] = []
                 for node in frontier:
                     for other in self._prerequisites(node):
@@ -552,7 +596,7 @@ class Retriever:
     def _prerequisites(self, sid: str) -> list[NodeRecord]:
         """The skills ``sid`` declares it depends on, in the order it names them."""
         found = [(int(edge.props.get("position", 0)), other.name, other)
-                 for edge, other in self.store.neighbors(sid, [EdgeKind.FLOWS_TO])
+                 for edge, other in self._reads.neighbors(sid, [EdgeKind.FLOWS_TO])
                  if edge.dst == sid and edge.props.get("declared")]
         return [other for _, _, other in sorted(found, key=lambda t: (t[0], t[1]))]
 
@@ -562,25 +606,29 @@ class Retriever:
         of it, the one most like it (cosine of their texts, at least ``companion_min``),
         whose own prerequisites are all in the toolbox (the setter of a status its getter
         reads). They are ranked right after the toolbox, not selected: likely next steps."""
-        import numpy as np
-
+        reads = self._reads
+        reads.fetch(vectors=prerequisites, neighbors=prerequisites)
+        dependents = [other.id for pid in prerequisites
+                      for edge, other in reads.neighbors(pid, [EdgeKind.FLOWS_TO])
+                      if edge.src == pid and edge.props.get("declared") and other.id not in chosen]
+        reads.fetch(vectors=dependents, neighbors=dependents)
         found: dict[str, tuple[float, NodeRecord, str]] = {}
         for pid in prerequisites:
-            base = self.store.vector(pid)
+            base = self._reads.vector(pid)
             if base is None:
                 continue
             scored: list[tuple[float, NodeRecord]] = []
-            for edge, other in self.store.neighbors(pid, [EdgeKind.FLOWS_TO]):
+            for edge, other in self._reads.neighbors(pid, [EdgeKind.FLOWS_TO]):
                 if edge.src != pid or not edge.props.get("declared") or other.id in chosen:
                     continue
-                vector = self.store.vector(other.id)
+                vector = self._reads.vector(other.id)
                 if vector is not None:
                     scored.append((float(np.dot(base, vector)), other))
             scored.sort(key=lambda t: (-t[0], t[1].name))
             for cosine, other in scored[:3]:
                 if cosine < self.config.companion_min:
                     break
-                needs = {e.src for e, _ in self.store.neighbors(other.id, [EdgeKind.FLOWS_TO])
+                needs = {e.src for e, _ in self._reads.neighbors(other.id, [EdgeKind.FLOWS_TO])
                          if e.dst == other.id and e.props.get("declared")}
                 if needs <= chosen:
                     if cosine > found.get(other.id, (0.0,))[0]:
@@ -611,7 +659,10 @@ class Retriever:
         confidence, best_id = ranked[0]
         if confidence < cfg.fast_route_confidence:
             return None
-        record = self.store.node(best_id)
+        reads = self._reads
+        reads.fetch(nodes=[gid for _, gid in ranked])
+        reads.fetch(nodes=[m for _, gid in ranked for m in _listed(reads.node(gid), "members")])
+        record = self._reads.node(best_id)
         if record is None or _demotion(record) or self._unavailable_members(record):
             return None
         explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical"}
@@ -634,10 +685,14 @@ class Retriever:
         share: dict[str, float] = {}
         source: dict[str, tuple[str, float]] = {}
         cutoff = group.score * self.config.runner_up_ratio
+        reads = self._reads
+        reads.fetch(nodes=[gid for gid, _ in candidates[1:]])
+        reads.fetch(nodes=[m for gid, _ in candidates[1:] for m in _listed(reads.node(gid),
+                                                                          "members")])
         for rank, (gid, score) in enumerate(candidates[1:]):
             if not routed and (score < cutoff or score <= 0):
                 break
-            record = self.store.node(gid)
+            record = self._reads.node(gid)
             for member in record.data.get("members", ()) if record else ():
                 if member in chosen:
                     continue
@@ -649,7 +704,7 @@ class Retriever:
         by_id = {s.id: s for s in skills}
         front: list[ScoredSkill] = []
         for member in sorted(share, key=lambda m: -share[m]):
-            node = self.store.node(member)
+            node = self._reads.node(member)
             if node is None:
                 continue
             base = by_id.get(member)
@@ -665,6 +720,49 @@ class Retriever:
 
     # -- groups -------------------------------------------------------------------------------
 
+    def _search_all_kinds(self, query: str, vector: Any, router: GroupRouter | None) -> None:
+        """Runs the lexical and vector searches of the request that the group and atomic tiers
+        will make, each kind at the depth it will ask for, in one batch each."""
+        cfg = self.config
+        examples = cfg.candidates if router is not None else cfg.example_candidates
+        limits = {NodeKind.SKILL: cfg.candidates, NodeKind.GROUP: cfg.candidates,
+                  NodeKind.EXAMPLE: examples}
+        self._reads.text_searches(query, limits)
+        self._reads.vector_searches(vector, {NodeKind.SKILL: cfg.candidates}
+                                    if router is not None else limits)
+
+    def _fetch_routed(self, gids: Sequence[str], best_id: str, query: str, vector: Any,
+                      state: _IndexState) -> None:
+        """With a router, once the ranked groups and the skill candidates are read: the
+        records and vectors the rest of the search reads of what they name (the chosen
+        group's examples, every ranked group's members) and the vectors of the lexical-only
+        candidates."""
+        reads, cfg = self._reads, self.config
+        _, lexical_only = reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+        record = reads.node(best_id)
+        eids = self._example_ids(best_id, record, state) if record is not None else []
+        members = [m for gid in gids for m in _listed(reads.node(gid), "members")]
+        reads.fetch(nodes=[*eids, *members],
+                    vectors=[*eids, best_id, *lexical_only,
+                             *(members if cfg.near_miss_margin < 1.0 else ())])
+
+    def _fetch_similar(self, query: str, vector: Any) -> None:
+        """Without a router: the records and vectors of every kind's candidates, in two waves:
+        the candidates; then the groups their examples name, the candidate groups' members
+        and the vectors of the lexical-only candidates."""
+        reads, cfg = self._reads, self.config
+        groups, groups_lexical = reads.candidates(NodeKind.GROUP, query, vector, cfg.candidates)
+        examples, examples_lexical = reads.candidates(NodeKind.EXAMPLE, query, vector,
+                                                      cfg.example_candidates)
+        skills, skills_lexical = reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+        reads.fetch(nodes=[*groups, *examples, *skills])
+        named = [gid for gid in (_group_of(reads.node(eid)) for eid in examples) if gid]
+        members = [m for gid in groups for m in _listed(reads.node(gid), "members")]
+        listed = set(groups)
+        reads.fetch(nodes=[*named, *members],
+                    vectors=[*groups_lexical, *examples_lexical, *skills_lexical,
+                             *(gid for gid in named if gid not in listed)])
+
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
                     state: _IndexState, weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
@@ -672,6 +770,7 @@ class Retriever:
         router = state.router
         confidence: float | None = None
         if router is None:
+            self._fetch_similar(query, vector)
             whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
             examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
                                     weight)
@@ -685,17 +784,20 @@ class Retriever:
             runner_up = scored[1][0] if len(scored) > 1 else 0.0
         else:
             ranked = router.top(query, vector, 10)
+            skills, _ = self._reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+            self._reads.fetch(nodes=[*(gid for _, gid in ranked), *skills])
             for index, (p, gid) in enumerate(ranked):
-                record = self.store.node(gid)
+                record = self._reads.node(gid)
                 if record is not None and _demotion(record):
                     ranked[index] = (p * cfg.demote_factor, gid)
             ranked.sort(key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(p, 4)) for p, gid in ranked]
             confidence, best_id = ranked[0]
+            self._fetch_routed([gid for _, gid in ranked], best_id, query, vector, state)
             # Only the chosen group's similarity is needed (for the threshold): its examples
             # are the only ones scored.
             examples = self._examples_of(best_id, query, vector, state, weight)
-            lexical = dict(self.store.text_search(NodeKind.GROUP, query, cfg.candidates))
+            lexical = dict(self._reads.text_search(NodeKind.GROUP, query, cfg.candidates))
             whole = {best_id: self._hybrid_one(best_id, vector, weight,
                                                lexical.get(best_id, 0.0))}
             fits = self._group_fits(whole, examples, {best_id}, vector, weight)
@@ -704,7 +806,7 @@ class Retriever:
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
         threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
         if best_score < threshold:
-            name = self.store.node(best_id).name  # type: ignore[union-attr]
+            name = self._reads.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
                           f"the threshold {threshold:.2f}"), candidates
         if weight is not None and threshold > 0:
@@ -713,19 +815,19 @@ class Retriever:
             best_lexical = max(float(explanation.get("lexical", 0.0)), float(
                 explanation.get("example", {}).get("lexical", 0.0)))
             if best_lexical < cfg.cjk_min_lexical:
-                name = self.store.node(best_id).name  # type: ignore[union-attr]
+                name = self._reads.node(best_id).name  # type: ignore[union-attr]
                 return None, (f"no group fits: the best, '{name}', shares almost no words with "
                               f"the request (lexical {best_lexical:.2f}, needs "
                               f"{cfg.cjk_min_lexical:.2f} for a request in CJK script)"), \
                     candidates
         if confidence is not None and confidence < cfg.router_min_confidence:
-            name = self.store.node(best_id).name  # type: ignore[union-attr]
+            name = self._reads.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group is clearly meant: the likeliest, '{name}', has only "
                           f"{confidence:.0%} of the router's belief (needs "
                           f"{cfg.router_min_confidence:.0%})"), candidates
         if best_score - runner_up < cfg.group_margin:
             return None, "two groups fit equally well; falling back to skills", candidates
-        record = self.store.node(best_id)
+        record = self._reads.node(best_id)
         assert record is not None
         unavailable = self._unavailable_members(record)
         if unavailable:
@@ -737,26 +839,32 @@ class Retriever:
                      weight: float | None) -> dict[str, tuple[float, float, float]]:
         """The hybrid scores of one group's examples (no search over every example: their
         vectors are read by id, the lexical side from the usual BM25 candidates)."""
-        record = self.store.node(gid)
+        record = self._reads.node(gid)
         if record is None:
             return {}
         w = self.config.vector_weight if weight is None else weight
-        lexical = dict(self.store.text_search(NodeKind.EXAMPLE, query, self.config.candidates))
+        lexical = dict(self._reads.text_search(NodeKind.EXAMPLE, query, self.config.candidates))
         out: dict[str, tuple[float, float, float]] = {}
-        memo = state.memo
-        eids = memo.get(("examples", gid)) if memo is not None else None
-        if eids is None:
-            eids = [example_id(gid, str(text)) for text in record.data.get("examples", ())]
-            if memo is not None:
-                memo[("examples", gid)] = eids
+        eids = self._example_ids(gid, record, state)
+        self._reads.fetch(vectors=eids)
         for eid in eids:
-            stored = self.store.vector(eid)
+            stored = self._reads.vector(eid)
             if stored is None:
                 continue
             cosine = float(stored @ vector)
             lex = lexical.get(eid, 0.0)
             out[eid] = (w * cosine + (1 - w) * lex, cosine, lex)
         return out
+
+    @staticmethod
+    def _example_ids(gid: str, record: NodeRecord, state: _IndexState) -> list[str]:
+        memo = state.memo
+        eids: list[str] | None = memo.get(("examples", gid)) if memo is not None else None
+        if eids is None:
+            eids = [example_id(gid, str(text)) for text in record.data.get("examples", ())]
+            if memo is not None:
+                memo[("examples", gid)] = eids
+        return eids
 
     def _group_fits(self, whole: Mapping[str, tuple[float, float, float]],
                     examples: Mapping[str, tuple[float, float, float]], gids: set[str],
@@ -766,9 +874,13 @@ class Retriever:
         best example (or their blend, see ``whole_weight``), halved when demoted. Scores the
         groups in ``gids`` plus those with example hits."""
         cfg = self.config
+        reads = self._reads
+        reads.fetch(nodes=[*gids, *examples])
+        named = {_group_of(reads.node(eid)) for eid in examples} - {""}
+        reads.fetch(nodes=named, vectors=[gid for gid in named | gids if gid not in whole])
         per_group: dict[str, list[tuple[float, float, float, str]]] = {}
         for eid, hit in examples.items():
-            record = self.store.node(eid)
+            record = self._reads.node(eid)
             gid = str(record.data.get("group", "")) if record else ""
             if gid and record is not None:
                 per_group.setdefault(gid, []).append((*hit, record.text))
@@ -779,7 +891,7 @@ class Retriever:
             best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
         out: dict[str, tuple[float, dict[str, Any]]] = {}
         for gid in gids | set(best_example):
-            record = self.store.node(gid)
+            record = self._reads.node(gid)
             if record is None:
                 continue
             score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, vector, weight)
@@ -806,13 +918,14 @@ class Retriever:
                 weight: float | None = None) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
         w = self.config.vector_weight if weight is None else weight
-        lexical = dict(self.store.text_search(kind, query, k))
-        dense = dict(self.store.vector_search(kind, vector, k))
+        lexical = dict(self._reads.text_search(kind, query, k))
+        dense = dict(self._reads.vector_search(kind, vector, k))
+        self._reads.fetch(vectors=[nid for nid in lexical if nid not in dense])
         out: dict[str, tuple[float, float, float]] = {}
         for nid in {*lexical, *dense}:
             cosine = dense.get(nid)
             if cosine is None:
-                stored = self.store.vector(nid)
+                stored = self._reads.vector(nid)
                 cosine = float(stored @ vector) if stored is not None else 0.0
             lex = lexical.get(nid, 0.0)
             out[nid] = (w * cosine + (1 - w) * lex, cosine, lex)
@@ -820,15 +933,16 @@ class Retriever:
 
     def _hybrid_one(self, nid: str, vector: Any, weight: float | None, lexical: float = 0.0,
                     ) -> tuple[float, float, float]:
-        stored = self.store.vector(nid)
+        stored = self._reads.vector(nid)
         cosine = float(stored @ vector) if stored is not None else 0.0
         w = self.config.vector_weight if weight is None else weight
         return w * cosine + (1 - w) * lexical, cosine, lexical
 
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
         out = []
+        self._reads.fetch(nodes=_listed(group, "members"))
         for member in group.data.get("members", ()):
-            record = self.store.node(member)
+            record = self._reads.node(member)
             if record is None:
                 out.append(f"{member} is not indexed")
             elif not record.data.get("available", True):
@@ -853,9 +967,10 @@ class Retriever:
         the quality filter; only those are given an explanation."""
         cfg = self.config
         recent = set(context.recent_skills)
+        self._reads.fetch(nodes=hits)
         scored: list[tuple[float, str, NodeRecord, Mapping[str, float], bool, str | None]] = []
         for sid, (score, evidence) in hits.items():
-            record = self.store.node(sid)
+            record = self._reads.node(sid)
             if record is None:
                 continue
             boosted = record.name in recent or sid in recent
@@ -887,15 +1002,32 @@ class Retriever:
         if not skills:
             return []
         cut = max(skills[0].score * self.config.select_ratio, self.config.select_min)
-        chosen = [s.id for s in skills[: self.config.select_max] if s.score >= cut]
+        chosen = self._answering([s.id for s in skills[: self.config.select_max]
+                                  if s.score >= cut])
         if self.config.select_substitutes or len(chosen) < 2:
             return chosen
         kept: list[str] = []
-        for sid in chosen:
-            similar = {other.id for _, other in self.store.neighbors(sid, [EdgeKind.SIMILAR_TO])}
-            if not similar & set(kept):
-                kept.append(sid)
+        with self._reading():
+            reads = self._reads
+            reads.fetch(neighbors=chosen)
+            for sid in chosen:
+                similar = {other.id for _, other in reads.neighbors(sid, [EdgeKind.SIMILAR_TO])}
+                if not similar & set(kept):
+                    kept.append(sid)
         return kept
+
+    def _answering(self, ids: Sequence[str]) -> list[str]:
+        """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced
+        by the skill that answers for its name: what is selected is what the name runs."""
+        with self._reading():
+            reads = self._reads
+            reads.fetch(nodes=ids)
+            out = []
+            for sid in ids:
+                record = reads.node(sid)
+                winner = record.data.get("shadowed_by") if record is not None else None
+                out.append(str(winner) if winner and reads.node(str(winner)) else sid)
+        return list(dict.fromkeys(out))
 
     # -- suggestions --------------------------------------------------------------------------
 
@@ -904,16 +1036,20 @@ class Retriever:
         # Reasons are kept as parts and worded only for the suggestions that are shown.
         reasons: dict[str, list[tuple[str, str, str]]] = {}
         names: dict[str, str] = {}
+        reads = self._reads
+        reads.fetch(nodes=anchors[:3], neighbors=anchors[:3])
+        reads.fetch(nodes=[m for anchor in anchors[:3] for _, other in reads.neighbors(anchor)
+                           if other.kind is NodeKind.GROUP for m in _listed(other, "members")])
         for anchor in anchors[:3]:
-            anchor_record = self.store.node(anchor)
+            anchor_record = self._reads.node(anchor)
             anchor_name = anchor_record.name if anchor_record else anchor
-            for edge, other in self.store.neighbors(anchor):
+            for edge, other in self._reads.neighbors(anchor):
                 if other.kind is NodeKind.GROUP:
                     for member in other.data.get("members", ()):
                         if member == anchor or member in exclude:
                             continue
                         if member not in names:
-                            record = self.store.node(member)
+                            record = self._reads.node(member)
                             if record is None:
                                 continue
                             names[member] = record.name
@@ -921,18 +1057,16 @@ class Retriever:
                         reasons.setdefault(member, []).append(("group", other.name,
                                                                anchor_name))
                     continue
-                if other.id in exclude:
-                    continue
+                if other.id in exclude or other.name == anchor_name:
+                    continue  # a same-named copy is an alternative, not a companion
                 names[other.id] = other.name
                 if edge.kind is EdgeKind.CO_USED:
                     bump, why = 1.0 + edge.weight, ("co_used", f"{edge.weight:g}", anchor_name)
                 elif edge.kind is EdgeKind.FLOWS_TO:
                     arrow = "after" if edge.dst == other.id else "before"
                     bump, why = 1.0, ("flows", arrow, anchor_name)
-                elif edge.kind is EdgeKind.SIMILAR_TO:
-                    bump, why = edge.weight * 0.5, ("similar", f"{edge.weight:.2f}", anchor_name)
                 else:
-                    continue
+                    continue  # SIMILAR_TO joins substitutes, not skills used together
                 weights[other.id] = weights.get(other.id, 0.0) + bump
                 reasons.setdefault(other.id, []).append(why)
         ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
@@ -972,7 +1106,101 @@ def _reason(parts: tuple[str, str, str]) -> str:
         return f"used with {anchor} {detail}x"
     if kind == "flows":
         return f"runs {detail} {anchor} in a group"
-    return f"similar to {anchor} ({detail})"
+    raise ValueError(f"no wording for a {kind} reason")
+
+
+class _Reads:
+    """What one search reads from the store, each thing once, and in batches where the search
+    knows ahead what it will need: on the Neo4j store every read is a round trip to the
+    server, and a search asks for the same records again and again (a skill's record for its
+    score, for its explanation, for the group it belongs to...).
+
+    Neighbour lists are read whole (every edge kind) and filtered here, so one read serves
+    the SIMILAR_TO, FLOWS_TO and suggestion questions about a node. Nothing outlives the
+    search: what the index holds may change between two searches."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self._nodes: dict[str, NodeRecord | None] = {}
+        self._vectors: dict[str, Vectors | None] = {}
+        self._neighbors: dict[str, list[tuple[Edge, NodeRecord]]] = {}
+        self._text: dict[tuple[NodeKind, str, int], list[tuple[str, float]]] = {}
+        self._dense: dict[tuple[NodeKind, bytes, int], list[tuple[str, float]]] = {}
+
+    def fetch(self, nodes: Iterable[str] = (), vectors: Iterable[str] = (),
+              neighbors: Iterable[str] = ()) -> None:
+        """Reads whatever is not known yet of the records of ``nodes``, the vectors of
+        ``vectors`` and the neighbour lists of ``neighbors``: one batched call each."""
+        wanted = [nid for nid in dict.fromkeys(nodes) if nid not in self._nodes]
+        if wanted:
+            found = self.store.nodes_by_id(wanted)
+            self._nodes.update({nid: found.get(nid) for nid in wanted})
+        wanted = [nid for nid in dict.fromkeys(vectors) if nid not in self._vectors]
+        if wanted:
+            stored = self.store.vectors(wanted)
+            self._vectors.update({nid: stored.get(nid) for nid in wanted})
+        wanted = [nid for nid in dict.fromkeys(neighbors) if nid not in self._neighbors]
+        if wanted:
+            lists = self.store.neighbors_of(wanted)
+            for nid in wanted:
+                found_list = lists.get(nid, [])
+                self._neighbors[nid] = found_list
+                for _, other in found_list:
+                    self._nodes.setdefault(other.id, other)
+
+    def node(self, node_id: str) -> NodeRecord | None:
+        if node_id not in self._nodes:
+            self.fetch(nodes=(node_id,))
+        return self._nodes[node_id]
+
+    def vector(self, node_id: str) -> Vectors | None:
+        if node_id not in self._vectors:
+            self.fetch(vectors=(node_id,))
+        return self._vectors[node_id]
+
+    def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
+                  ) -> list[tuple[Edge, NodeRecord]]:
+        if node_id not in self._neighbors:
+            self.fetch(neighbors=(node_id,))
+        found = self._neighbors[node_id]
+        return list(found) if kinds is None else [(e, o) for e, o in found if e.kind in kinds]
+
+    def text_search(self, kind: NodeKind, query: str, k: int) -> list[tuple[str, float]]:
+        return self.text_searches(query, {kind: k})[kind]
+
+    def text_searches(self, query: str, limits: Mapping[NodeKind, int],
+                      ) -> dict[NodeKind, list[tuple[str, float]]]:
+        missing = {kind: k for kind, k in limits.items() if (kind, query, k) not in self._text}
+        if missing:
+            for kind, hits in self.store.text_searches(query, missing).items():
+                self._text[(kind, query, missing[kind])] = hits
+        return {kind: self._text[(kind, query, k)] for kind, k in limits.items()}
+
+    def vector_search(self, kind: NodeKind, vector: Vectors, k: int) -> list[tuple[str, float]]:
+        return self.vector_searches(vector, {kind: k})[kind]
+
+    def vector_searches(self, vector: Vectors, limits: Mapping[NodeKind, int],
+                        ) -> dict[NodeKind, list[tuple[str, float]]]:
+        key = np.asarray(vector, dtype=np.float32).tobytes()
+        missing = {kind: k for kind, k in limits.items() if (kind, key, k) not in self._dense}
+        if missing:
+            for kind, hits in self.store.vector_searches(vector, missing).items():
+                self._dense[(kind, key, missing[kind])] = hits
+        return {kind: self._dense[(kind, key, k)] for kind, k in limits.items()}
+
+    def candidates(self, kind: NodeKind, query: str, vector: Vectors, k: int,
+                   ) -> tuple[list[str], list[str]]:
+        """The ids of ``kind`` that a hybrid search of ``k`` finds (vector hits, then lexical
+        ones), and the lexical-only ones among them (whose vectors are read by id)."""
+        lexical = [nid for nid, _ in self.text_search(kind, query, k)]
+        dense = [nid for nid, _ in self.vector_search(kind, vector, k)]
+        seen = set(dense)
+        only = [nid for nid in lexical if nid not in seen]
+        return dense + only, only
+
+
+_SEARCH_READS: ContextVar[_Reads | None] = ContextVar("skillgrove_search_reads", default=None)
+"""The reads of the search running in this thread (or task), shared by its nested searches."""
 
 
 @dataclass(frozen=True)
@@ -983,6 +1211,16 @@ class _IndexState:
     memo: dict[Any, Any] | None = None
     """Derived data kept while the index is unchanged: suggestions per set of anchors, a
     group's example ids."""
+
+
+def _listed(record: NodeRecord | None, key: str) -> list[str]:
+    """The ids a record's data lists under ``key`` (a group's ``members``)."""
+    return [str(x) for x in record.data.get(key, ())] if record is not None else []
+
+
+def _group_of(record: NodeRecord | None) -> str:
+    """The group an example record belongs to ("" for anything else)."""
+    return str(record.data.get("group", "")) if record is not None else ""
 
 
 def single_step_lead(top: ScoredSkill, group: GroupChoice,

@@ -105,6 +105,9 @@ class RunRecord:
     run_dir: str | None = None
     """The run's own folder, where its steps write their files (``<index>/runs/<run id>``; a
     resumed run keeps the folder of the run it resumes, so earlier outputs are still there)."""
+    library: str | None = None
+    """The library the run came from (its roots, one per line): an index mines the statistics
+    and companions of its own library's runs only (None: recorded before this was kept)."""
 
     def step(self, step_id: str) -> StepRecord | None:
         return next((s for s in self.steps if s.id == step_id), None)

@@ -6,7 +6,7 @@ embedded store (networkx in memory, SQLite on disk; the default) and the Neo4j s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from skillgrove.graph.embeddings import Vectors
@@ -46,6 +46,33 @@ class GraphStore(Protocol):
         ...
 
     def vector(self, node_id: str) -> Vectors | None: ...
+
+    # Batched reads: what a search needs, in one call each. On the Neo4j store every call is a
+    # round trip to the server, so retrieval asks for all the ids it knows it will need at once.
+
+    def nodes_by_id(self, ids: Iterable[str]) -> dict[str, NodeRecord]:
+        """The records of ``ids`` that exist (unknown ids are left out), as :meth:`node`."""
+        ...
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, Vectors]:
+        """The stored embeddings of ``ids`` (ids without one are left out), as :meth:`vector`."""
+        ...
+
+    def neighbors_of(self, ids: Iterable[str], kinds: Sequence[EdgeKind] | None = None,
+                     ) -> dict[str, list[tuple[Edge, NodeRecord]]]:
+        """:meth:`neighbors` of each of ``ids`` (every id a key, in the same order as there;
+        an unknown id has none)."""
+        ...
+
+    def text_searches(self, query: str, limits: Mapping[NodeKind, int],
+                      ) -> dict[NodeKind, list[tuple[str, float]]]:
+        """:meth:`text_search` of ``query`` over several kinds at once (kind -> its ``k``)."""
+        ...
+
+    def vector_searches(self, vector: Vectors, limits: Mapping[NodeKind, int],
+                        ) -> dict[NodeKind, list[tuple[str, float]]]:
+        """:meth:`vector_search` of ``vector`` over several kinds at once (kind -> its ``k``)."""
+        ...
 
     def get_meta(self, key: str) -> str | None:
         """An entry as of now: a store that keeps the graph in memory reads it again first

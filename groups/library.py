@@ -14,10 +14,12 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from skillgrove.groups import authoring
 from skillgrove.groups.loader import GroupLoad, load_group_file
+from skillgrove.groups.lock import lock_diagnostics
 from skillgrove.groups.model import Group
 from skillgrove.groups.validate import MISPLACED_INPUT, validate_group
 from skillgrove.skills import limits
@@ -36,8 +38,8 @@ from skillgrove.skills.model import Skill
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 GROUP_SUFFIXES = (".yaml", ".yml")
-_UNREAD_FILES = frozenset({".skill_id", ".DS_Store"})
-"""Files a load never depends on (``.skill_id`` is written by indexing itself)."""
+_UNREAD_FILES = frozenset({".DS_Store"})
+"""Files a load never depends on (a ``.skill_id`` counts: it gives the skill its id)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class Library:
     groups: Mapping[str, Group]
     """Valid groups by id (a group with any error is left out, and reported)."""
     diagnostics: tuple[Diagnostic, ...]
+    drafts: Mapping[str, Group] = field(default_factory=dict)
+    """Draft groups (files under ``groups/drafts/``, see :mod:`groups.authoring`): checked and
+    reported, never indexed or run until approved."""
 
     @property
     def skills(self) -> Mapping[str, Skill]:
@@ -127,7 +132,8 @@ def library_fingerprint(paths: Sequence[Path]) -> str:
     """A digest of every file a library load reads (names, sizes, modification times), cheap
     enough to compute per request: it changes when a skill or group is added, edited or
     removed, so an index built earlier can tell it is stale."""
-    digest = hashlib.sha256()
+    # Skill ids were once digests of absolute paths: an index holding those is stale too.
+    digest = hashlib.sha256(b"skill ids: path below the root\0")
     for path in paths:
         digest.update(f"root\0{path}\0".encode())
         if path.is_file():
@@ -208,13 +214,16 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
         origin[group.id] = root
 
     valid: dict[str, Group] = {}
+    drafts: dict[str, Group] = {}
     checked: list[Diagnostic] = []
     for load in loads:
         group = load.group
         found: list[Diagnostic] = []
         if group is not None and groups.get(group.id) is group:
             found = validate_group(group, catalog.active, groups)
-            if load.ok and not any(d.is_error for d in found):
+            if authoring.is_draft_file(group.path):
+                drafts[group.id] = group
+            elif load.ok and not any(d.is_error for d in found):
                 valid[group.id] = group
         # An input written beside 'with:' is reported as such, not also as an unknown field.
         misplaced = {(leaf.line, leaf.column) for d in found for leaf in (d, *d.follow_ons)
@@ -222,9 +231,13 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
         checked.extend(d for d in load.diagnostics
                        if not (d.rule == "unknown-field" and (d.line, d.column) in misplaced))
         checked.extend(found)
+    checked = authoring.example_warnings(checked, groups.values())
+    checked += authoring.near_duplicate_groups([*valid.values(), *drafts.values()], drafts)
+    checked += lock_diagnostics(roots, groups, catalog.active)
+    checked += authoring.draft_notes(drafts, checked)
     diagnostics.extend(_fold_unknown_skills(checked, roots, catalog))
     diagnostics.sort(key=sort_key)
-    return Library(tuple(roots), catalog, tuple(loads), valid, tuple(diagnostics))
+    return Library(tuple(roots), catalog, tuple(loads), valid, tuple(diagnostics), drafts)
 
 
 def _fold_unknown_skills(found: list[Diagnostic], roots: Sequence[Path],

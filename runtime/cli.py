@@ -11,8 +11,16 @@ or SIGTERM cancels it: the running skills' process trees are killed, the run is 
 ``cancelled``, and ``skillgrove run GROUP --resume RUN_ID`` continues it. A second signal, or
 one that comes while nothing runs, acts as usual.
 
-Library folders (``--library``, and the PATH arguments) may be joined with ``os.pathsep`` as in
-``$SKILLGROVE_PATH`` (``--library ~/skills:library``); a folder that does not exist is an error.
+The library is named one way on every command that reads one: ``--library PATH``, repeatable,
+earliest first, each value may join folders with ``os.pathsep`` as ``$SKILLGROVE_PATH`` does
+(``--library ~/skills:library``); without it the folders the index was built from (``check``:
+never those), else ``$SKILLGROVE_PATH``, else the bundled library. A folder that does not exist is
+an error. ``check``, ``index`` and ``serve`` also take the folders as PATH arguments, an alias
+kept for older scripts.
+
+Results go to stdout, diagnostics and progress to stderr; colour and live progress appear only
+on a terminal (see :mod:`skillgrove.runtime.terminal`). Values that cannot be meant (``-k 0``,
+an empty request, a negative limit) are refused by the parser with the reason, exit code 2.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from skillgrove.runtime import commands
+from skillgrove.runtime.terminal import Style, plural
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
 from skillgrove.skills.safety import RULES_BY_ID
@@ -38,42 +47,134 @@ if TYPE_CHECKING:
     from skillgrove.runtime.engine import Skillgrove
 
 
-def _add_library_args(parser: argparse.ArgumentParser) -> None:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    return _bounded_int(text, 1, "at least 1")
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    return _bounded_int(text, 0, "0 or more")
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port (0 lets the system pick one)."""
+    port = _bounded_int(text, 0, "from 0 to 65535")
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535 (got {port})")
+    return port
+
+
+def _bounded_int(text: str, least: int, wanted: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number {wanted} (got {text!r})"
+                                         ) from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {wanted} (got {value})")
+    return value
+
+
+def share(text: str) -> float:
+    """An argparse type: a share from 0 up to (not including) 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 up to 1 (got {text!r})"
+                                         ) from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 up to (not including) 1 (got {text})")
+    return value
+
+
+def request_text(text: str) -> str:
+    """An argparse type: a request with something in it (surrounding blanks are dropped)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the request is empty: say in words what you want done "
+                                         "(for example \"summarize this PDF\")")
+    return text.strip()
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its one-line usage errors coloured on a terminal."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        style = Style.for_stream(sys.stderr)
+        self.exit(2, f"{self.prog}: {style.error('error')}: {message}\n")
+
+
+EXAMPLES = """\
+examples:
+  skillgrove check --library ~/skills                 every problem of a library, with fixes
+  skillgrove index --library ~/skills                 build the skill graph (./.skillgrove)
+  skillgrove search "summarize the quarterly report PDF" -k 5
+  skillgrove ask "summarize the quarterly report PDF and email the key numbers to my team" \\
+      --context library/samples/context_report.json --yes
+  skillgrove run report-analysis --input pdf_path=report.pdf --dry-run
+  skillgrove inject "turn markdown into HTML" --budget 800
+  skillgrove serve mcp --library ~/skills             an MCP server on stdio
+  skillgrove demo                                     the bundled library end to end
+
+The library: --library PATH on every command that reads one (repeatable, earliest first; folders
+may be joined with ':'), else the folders the index was built from, else $SKILLGROVE_PATH,
+else the bundled library. Results go to stdout, diagnostics and progress to stderr. Colour
+only on a terminal (NO_COLOR=1 switches it off, FORCE_COLOR=1 on). `skillgrove COMMAND --help`
+for each command.
+"""
+
+
+def _add_library_args(parser: argparse.ArgumentParser, default: str = "") -> None:
+    _add_library_option(parser, default)
     parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                        help="library folders or group files, earliest first "
-                             "(default: $SKILLGROVE_PATH, else the bundled library)")
+                        help="the same as --library PATH (kept for older scripts)")
     parser.add_argument("--allow-rule", action="append", default=[], metavar="RULE",
                         choices=sorted(RULES_BY_ID),
-                        help="switch off one safety rule for a library you trust (repeatable)")
+                        help="switch off one safety rule for a library you trust (repeatable; "
+                             "one of: %(choices)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="skillgrove",
-        description="Group-structured skill graph: find the toolbox for a task, run it, inject it.")
+        description="Group-structured skill graph: find the toolbox for a task, run it, inject it.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"skillgrove {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     check = sub.add_parser("check", help="list every problem of a library of skills and groups")
-    _add_library_args(check)
+    _add_library_args(check, default="$SKILLGROVE_PATH, else the bundled library; never the "
+                                     "folders of an index")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.add_argument("--quiet", "-q", action="store_true", help="errors only, no warnings")
+    _epilog(check, "skillgrove check --library ~/skills",
+            "skillgrove check --library ~/skills --json --quiet")
     check.set_defaults(handler=cmd_check)
 
     index = sub.add_parser("index", help="index a library into the skill graph")
     _add_library_args(index)
     _add_store_args(index)
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    index.add_argument("--write-ids", action="store_true",
+                       help="write a .skill_id file holding its id into each skill folder that "
+                            "has none (ids otherwise live in the index only)")
+    _epilog(index, "skillgrove index --library ~/skills",
+            "skillgrove index --library ~/skills --index /tmp/skills-index")
     index.set_defaults(handler=commands.cmd_index)
 
     search = sub.add_parser("search", help="find the toolbox (a group, or skills) for a request")
-    search.add_argument("request", help="what the user wants done")
+    search.add_argument("request", type=request_text, help="what the user wants done")
     search.add_argument("--context", type=Path, metavar="FILE",
                         help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
     search.add_argument("--json", action="store_true", help="machine-readable output")
-    search.add_argument("-k", type=int, default=10, help="how many skills to rank (default 10)")
+    search.add_argument("-k", type=positive_int, default=10, metavar="N",
+                        help="how many skills to rank (at least 1; default 10)")
+    _add_library_option(search)
     _add_store_args(search)
+    _epilog(search, 'skillgrove search "summarize the quarterly report PDF" -k 5',
+            'skillgrove search "生成本周的工作周报" --json')
     search.set_defaults(handler=commands.cmd_search)
 
     graph = sub.add_parser("graph", help="look at the skill graph")
@@ -81,17 +182,28 @@ def build_parser() -> argparse.ArgumentParser:
     graph_sub.required = True
     neighbors = graph_sub.add_parser("neighbors", help="edges and neighbours of a skill or group")
     neighbors.add_argument("id", help="skill name or id, or group id")
+    _add_library_option(neighbors)
     _add_store_args(neighbors)
     neighbors.set_defaults(handler=commands.cmd_neighbors)
     export = graph_sub.add_parser("export", help="a group's DAG as Mermaid or DOT")
     export.add_argument("group", help="group id")
-    export.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    export.add_argument("--format", choices=["mermaid", "dot"], default="mermaid",
+                        help="Mermaid flowchart or Graphviz DOT (default mermaid)")
+    _add_library_option(export)
     _add_store_args(export)
     export.set_defaults(handler=commands.cmd_export)
+    impact = graph_sub.add_parser("impact", help="the groups that use a skill, and which its "
+                                  "current schema breaks")
+    impact.add_argument("skill", help="skill name")
+    impact.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_library_args(impact)
+    _epilog(impact, "skillgrove graph impact pdf-to-text --library my-library")
+    impact.set_defaults(handler=commands.cmd_impact)
 
     plan = sub.add_parser("plan", help="show how a group would run: levels, inputs, skips")
     _add_run_args(plan)
-    plan.add_argument("--json", action="store_true")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    _epilog(plan, "skillgrove plan report-analysis --input pdf_path=report.pdf")
     plan.set_defaults(handler=commands.cmd_plan)
 
     run = sub.add_parser("run", help="run a group (live progress on stderr, outputs on stdout)")
@@ -101,20 +213,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the whole run record")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and the group's side effects; run nothing")
+    _epilog(run, "skillgrove run report-analysis --input pdf_path=report.pdf",
+            "skillgrove run report-analysis --resume RUN_ID")
     run.set_defaults(handler=commands.cmd_run)
 
     runs = sub.add_parser("runs", help="list past runs; `runs show ID` shows one")
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--limit", type=positive_int, default=20,
+                      help="list at most this many runs, newest first (default 20)")
     _add_store_args(runs)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND")
     show = runs_sub.add_parser("show", help="one run record")
-    show.add_argument("id")
+    show.add_argument("id", help="the run id (the first column of `skillgrove runs`)")
     _add_store_args(show)
     runs.set_defaults(handler=commands.cmd_runs, runs_command=None)
 
     compose = sub.add_parser("compose", help="write the toolbox for a request as a group file "
                              "(a composed toolbox, ready to review and save)")
-    compose.add_argument("request", help="what the user wants done")
+    compose.add_argument("request", type=request_text, help="what the user wants done")
     compose.add_argument("--out", type=Path, metavar="FILE",
                          help="write the group file here (default: print it)")
     compose.add_argument("--context", type=Path, metavar="FILE",
@@ -143,39 +258,53 @@ def build_parser() -> argparse.ArgumentParser:
     run_skill.set_defaults(handler=commands.cmd_run_skill)
 
     inject = sub.add_parser("inject", help="print the context block for a request (and a run)")
-    inject.add_argument("request")
+    inject.add_argument("request", type=request_text, help="what the user wants done")
     inject.add_argument("--run", metavar="RUN_ID", help="include this run's results")
     _add_inject_args(inject)
+    _epilog(inject, 'skillgrove inject "turn markdown into HTML" --budget 800',
+            'skillgrove inject "summarize the report" --run RUN_ID --format xml')
     inject.set_defaults(handler=commands.cmd_inject)
 
     ask = sub.add_parser("ask", help="search, run the chosen group (or fall back), inject")
-    ask.add_argument("request")
-    ask.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
-    ask.add_argument("--concurrency", type=int, default=4)
+    ask.add_argument("request", type=request_text, help="what the user wants done")
+    ask.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                     help="an input of the chosen group (repeatable)")
+    ask.add_argument("--concurrency", type=positive_int, default=4, metavar="N",
+                     help="parallel steps (default 4)")
     ask.add_argument("--yes", "-y", action="store_true",
                      help="run the chosen group even if it sends mail, writes your files or has "
                           "other side effects (without it such a group is planned, not run)")
     ask.add_argument("--plan-only", action="store_true",
                      help="plan the chosen group, never run it")
     _add_inject_args(ask)
+    _epilog(ask, 'skillgrove ask "summarize the quarterly report PDF and email the key numbers '
+                 'to my team" --context library/samples/context_report.json --yes',
+            'skillgrove ask "translate this paragraph into German" --plan-only')
     ask.set_defaults(handler=commands.cmd_ask)
 
     demo = sub.add_parser("demo", help="the bundled library end to end: index, ask, run, inject")
-    demo.add_argument("--concurrency", type=int, default=4)
-    demo.add_argument("--budget", type=int, default=1500, metavar="TOKENS")
-    demo.add_argument("--format", choices=["markdown", "xml"], default="markdown")
+    demo.add_argument("--concurrency", type=positive_int, default=4, metavar="N",
+                      help="parallel steps (default 4)")
+    demo.add_argument("--budget", type=positive_int, default=1500, metavar="TOKENS",
+                      help="token budget for the injected block (default 1500)")
+    demo.add_argument("--format", choices=["markdown", "xml"], default="markdown",
+                      help="the injected block as Markdown or XML (default markdown)")
     _add_store_args(demo)
     demo.set_defaults(handler=commands.cmd_demo)
 
     bench = sub.add_parser("bench", help="run a retrieval benchmark folder (see FORMAT.md)")
     bench.add_argument("dir", type=Path, help="folder with skills/history/queries .jsonl")
-    bench.add_argument("--mode", choices=["groups", "flat"], default="groups")
+    bench.add_argument("--mode", choices=["groups", "flat"], default="groups",
+                       help="groups: mine groups from the history and search them first; flat: "
+                            "skills only, the baseline (default groups)")
     bench.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    bench.add_argument("--limit", type=int, default=None, help="only the first N queries")
-    bench.add_argument("--hide-sets", type=float, default=0.0, metavar="SHARE",
+    bench.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                       help="only the first N queries")
+    bench.add_argument("--hide-sets", type=share, default=0.0, metavar="SHARE",
                        help="hide this share of the recurring skill sets from history (seeded) "
                             "and score only the queries that need one: the composition figure")
     _add_store_args(bench)
+    _epilog(bench, "skillgrove bench shared/benchmarks/skills-500 --mode flat --limit 100")
     bench.set_defaults(handler=commands.cmd_bench)
 
     groups_cmd = sub.add_parser("groups", help="work with groups")
@@ -184,14 +313,24 @@ def build_parser() -> argparse.ArgumentParser:
     suggest = groups_sub.add_parser("suggest", help="mine draft groups from run history")
     suggest.add_argument("--history", type=Path, metavar="FILE",
                          help="a history .jsonl (benchmark format); default: the run log")
-    suggest.add_argument("--out", type=Path, default=Path("suggested-groups"),
-                         help="folder for the draft YAML files (default ./suggested-groups)")
-    suggest.add_argument("--min-support", type=int, default=2,
+    suggest.add_argument("--out", type=Path, default=None, metavar="DIR",
+                         help="folder for the draft YAML files (default: <library>/groups/"
+                              "drafts, which `check` reads and reports as drafts)")
+    suggest.add_argument("--min-support", type=positive_int, default=2, metavar="N",
                          help="runs a skill set needs before it becomes a draft (default 2)")
-    suggest.add_argument("--limit", type=int, default=50, help="at most this many drafts")
+    suggest.add_argument("--limit", type=positive_int, default=50, metavar="N",
+                         help="at most this many drafts (default 50)")
     suggest.add_argument("--force", action="store_true", help="replace existing files")
+    _add_library_option(suggest)
     _add_store_args(suggest)
     suggest.set_defaults(handler=commands.cmd_groups_suggest)
+    _epilog(suggest, "skillgrove groups suggest --library my-library",
+            "skillgrove groups suggest --library my-library --history history.jsonl")
+    lock = groups_sub.add_parser("lock", help="pin each group's skills (content hash and "
+                                 "schemas) in <library>/groups/skillgrove.lock")
+    _add_library_args(lock)
+    _epilog(lock, "skillgrove groups lock --library my-library")
+    lock.set_defaults(handler=commands.cmd_groups_lock)
     serve = sub.add_parser("serve", help="serve the engine to agents: MCP or HTTP")
     serve_sub = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
     serve_sub.required = True
@@ -202,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stdio (default: a host starts it as a subprocess) or streamable HTTP")
     mcp.add_argument("--host", default="127.0.0.1", help="with --transport http (default "
                      "127.0.0.1)")
-    mcp.add_argument("--port", type=int, default=8765, help="with --transport http (default "
-                     "8765)")
+    mcp.add_argument("--port", type=port_number, default=8765,
+                     help="with --transport http (default 8765)")
     mcp.add_argument("--no-watch", action="store_true",
                      help="do not watch the library folders for changes")
     mcp.set_defaults(handler=commands.cmd_serve_mcp)
@@ -212,21 +351,42 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(http)
     http.add_argument("--host", default="127.0.0.1",
                       help="address to bind (default 127.0.0.1; any other needs --token)")
-    http.add_argument("--port", type=int, default=8787, help="port (default 8787)")
+    http.add_argument("--port", type=port_number, default=8787, help="port (default 8787)")
     http.add_argument("--token", default=None,
                       help="bearer token clients must send (default $SKILLGROVE_TOKEN)")
-    http.add_argument("--max-body", type=int, default=1024 * 1024, metavar="BYTES",
+    http.add_argument("--max-body", type=positive_int, default=1024 * 1024, metavar="BYTES",
                       help="largest request body accepted (default 1 MiB)")
     http.add_argument("--no-watch", action="store_true",
                       help="do not watch the library folders for changes")
     http.set_defaults(handler=commands.cmd_serve_http)
+    studio = sub.add_parser("studio", help="serve the HTTP API with skillgrove studio, the "
+                            "browser editor for groups, and print its address")
+    _add_library_args(studio)
+    _add_store_args(studio)
+    studio.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1; any other needs --token)")
+    studio.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks "
+                        "a free one)")
+    studio.add_argument("--token", default=None,
+                        help="bearer token the page and clients must send (default "
+                             "$SKILLGROVE_TOKEN); the address printed carries it")
+    studio.add_argument("--open", action="store_true", help="also open it in a web browser")
+    studio.set_defaults(handler=commands.cmd_studio)
     return parser
 
 
-def _add_library_option(parser: argparse.ArgumentParser) -> None:
+def _add_library_option(parser: argparse.ArgumentParser, default: str = "") -> None:
+    default = default or ("the folders the index was built from, else $SKILLGROVE_PATH, else "
+                          "the bundled library")
     parser.add_argument("--library", action="append", type=Path, metavar="PATH",
-                        help="library folders (default: the indexed ones, else "
-                             "$SKILLGROVE_PATH, else the bundled library)")
+                        help="a library folder (or group file); repeatable, earliest first, "
+                             f"folders may be joined with ':' (default: {default})")
+
+
+def _epilog(parser: argparse.ArgumentParser, *examples: str) -> None:
+    """Examples at the end of a command's ``--help``."""
+    parser.epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
@@ -235,9 +395,9 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
                         help="a group input (repeatable)")
     parser.add_argument("--context", type=Path, metavar="FILE",
                         help="JSON execution context (values the steps read as context.x)")
-    parser.add_argument("--library", action="append", type=Path, metavar="PATH",
-                        help="library folders (default: $SKILLGROVE_PATH, else the bundled one)")
-    parser.add_argument("--concurrency", type=int, default=4, help="parallel steps (default 4)")
+    _add_library_option(parser)
+    parser.add_argument("--concurrency", type=positive_int, default=4, metavar="N",
+                        help="parallel steps (default 4)")
     _add_store_args(parser)
 
 
@@ -246,9 +406,9 @@ def _add_inject_args(parser: argparse.ArgumentParser) -> None:
                         help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
     parser.add_argument("--budget", type=int, default=None, metavar="TOKENS",
                         help="token budget for the injected block (cl100k_base tokens)")
-    parser.add_argument("--format", choices=["markdown", "xml"], default="markdown")
-    parser.add_argument("--library", action="append", type=Path, metavar="PATH",
-                        help="library folders (default: $SKILLGROVE_PATH, else the bundled one)")
+    parser.add_argument("--format", choices=["markdown", "xml"], default="markdown",
+                        help="the block as Markdown or XML (default markdown)")
+    _add_library_option(parser)
     _add_store_args(parser)
 
 
@@ -298,22 +458,29 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "summary": summary,
             "groups": [{"id": group.id, "path": str(group.path)}
                        for group in sorted(library.groups.values(), key=lambda g: g.id)],
+            "duplicates": [{"name": sh.winner.name, "used": str(sh.winner.skill_file),
+                            "also": str(sh.hidden.skill_file), "also_id": sh.hidden.id,
+                            "same_root": sh.same_root} for sh in library.catalog.shadowed],
             "diagnostics": [d.to_dict() for d in library.diagnostics
                             if not (args.quiet and d.severity is not Severity.ERROR)],
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 1 if library.errors else 0
+    style = Style.for_stream(out)
     for diagnostic in library.diagnostics:
         if args.quiet and diagnostic.severity is not Severity.ERROR:
             continue
-        out.write(diagnostic.format() + "\n")
+        out.write(style.diagnostic(diagnostic.format()) + "\n")
     rejected = ", ".join(f"{rule} {n}" for rule, n in summary["rejected_by_rule"].items())
+    errors = plural(summary["errors"], "error")
+    warnings = plural(summary["warnings"], "warning")
     out.write(
-        f"\n{summary['skill_files']} SKILL.md files: {summary['skills_loaded']} loaded "
+        f"\n{plural(summary['skill_files'], 'SKILL.md file')}: {summary['skills_loaded']} loaded "
         f"({summary['skills_unavailable']} unavailable here), {summary['skills_rejected']} rejected"
         + (f" ({rejected})" if rejected else "")
-        + f"; {summary['group_files']} group files: {summary['groups_valid']} valid\n"
-        f"{summary['errors']} errors, {summary['warnings']} warnings\n")
+        + f"; {plural(summary['group_files'], 'group file')}: {summary['groups_valid']} valid\n"
+        + (style.error(errors) if summary["errors"] else errors) + ", "
+        + (style.warning(warnings) if summary["warnings"] else warnings) + "\n")
     return 1 if library.errors else 0
 
 
@@ -323,7 +490,7 @@ def _explicit_engine(args: argparse.Namespace) -> Skillgrove:
     from skillgrove.runtime.engine import Skillgrove
     from skillgrove.runtime.paths import default_paths
 
-    return Skillgrove(commands.library_paths(args.paths) or default_paths(),
+    return Skillgrove(commands.library_paths(commands.named_library(args)) or default_paths(),
                       allow_rules=args.allow_rule)
 
 
@@ -341,7 +508,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except BrokenPipeError:
         return _reader_went_away()
     except SkillgroveError as exc:
-        sys.stderr.write(f"skillgrove: {exc}\n")
+        sys.stderr.write(f"skillgrove: {Style.for_stream(sys.stderr).error(str(exc))}\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("skillgrove: interrupted\n")

@@ -9,11 +9,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from skillgrove.graph.documents import GROUP_PREFIX
+from skillgrove.runtime.terminal import AnnouncedEncoder, Status, Style, plural
 from skillgrove.skills.errors import SkillgroveError
 
 if TYPE_CHECKING:
@@ -58,11 +59,19 @@ def engine_from_args(args: argparse.Namespace) -> Skillgrove:
     """The one engine a command talks to, built from the options every command shares."""
     from skillgrove.runtime.engine import Skillgrove
 
-    paths = library_paths(getattr(args, "paths", None) or getattr(args, "library", None))
+    paths = library_paths(named_library(args))
     return Skillgrove(paths, index=usable_index_dir(args), store=args.store, model=args.model,
+                      encoder=AnnouncedEncoder(args.model, Status(
+                          sys.stderr, live=not getattr(args, "quiet", False))),
                       allow_rules=getattr(args, "allow_rule", None) or (),
                       concurrency=getattr(args, "concurrency", 4),
                       log=_say)
+
+
+def named_library(args: argparse.Namespace) -> list[Path]:
+    """The library folders a command was given: ``--library`` values, then the PATH
+    arguments that ``check``, ``index`` and ``serve`` keep as an alias of ``--library``."""
+    return [*(getattr(args, "library", None) or ()), *(getattr(args, "paths", None) or ())]
 
 
 def library_paths(given: Sequence[Path] | None) -> list[Path] | None:
@@ -103,26 +112,40 @@ class _Progress:
         self.stream.flush()
 
 
+LOOK_ALIKE_SHOWN = 10
+"""How many look-alike skill pairs ``index`` prints (the closest first)."""
+
+
 def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
-        result = engine.index(_Progress(sys.stderr, not args.quiet))
+        result = engine.index(_Progress(sys.stderr, not args.quiet),
+                              write_ids=getattr(args, "write_ids", False))
         library = engine.library
+        look_alike = engine.look_alike_skills()
     finally:
         engine.close()
+    # The diagnostics are about the library, not the result: stderr, so `index > log` keeps
+    # only the summary and a pipe reading stdout is not fed error lines.
+    style = Style.for_stream(sys.stderr)
     for diagnostic in library.errors:
-        out.write(diagnostic.format() + "\n")
+        sys.stderr.write(style.diagnostic(diagnostic.format()) + "\n")
+    for diagnostic in look_alike[:LOOK_ALIKE_SHOWN]:
+        sys.stderr.write(style.diagnostic(diagnostic.format()) + "\n")
+    if len(look_alike) > LOOK_ALIKE_SHOWN:
+        sys.stderr.write(f"... and {plural(len(look_alike) - LOOK_ALIKE_SHOWN, 'more pair')} "
+                         "of look-alike skills\n")
     report = result.report
     out.write(
-        f"indexed {result.skills} skills and {result.groups} groups "
+        f"indexed {plural(result.skills, 'skill')} and {plural(result.groups, 'group')} "
         f"into {'Neo4j' if args.store == 'neo4j' else index_dir(args)}: "
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} "
-        f"removed, {report.unchanged} unchanged; {report.edges_added} edges written, "
-        f"{report.edges_removed} removed; {result.embedded} texts embedded "
+        f"removed, {report.unchanged} unchanged; {plural(report.edges_added, 'edge')} written, "
+        f"{report.edges_removed} removed; {plural(result.embedded, 'text')} embedded "
         f"({result.seconds:.1f} s)\n")
     if library.errors:
-        out.write(f"{len(library.errors)} errors: the skills and groups they concern were left "
-                  "out (see `skillgrove check`)\n")
+        sys.stderr.write(style.error(plural(len(library.errors), "error")) + ": the skills and "
+                         "groups they concern were left out (see `skillgrove check`)\n")
     return 0
 
 
@@ -186,13 +209,19 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
             out.write(json.dumps(engine.views.toolbox(toolbox), indent=2,
                                  ensure_ascii=False) + "\n")
         else:
-            out.write(render_toolbox(toolbox))
+            out.write(render_toolbox(toolbox, engine.views.where))
     finally:
         engine.close()
     return 0
 
 
-def render_toolbox(toolbox: Toolbox) -> str:
+def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = None) -> str:
+    """``where(id, name)``: a skill's short location, shown when not empty (a name two loaded
+    skills share: ``ToolboxViews.where``)."""
+    def at(skill_id: str, name: str) -> str:
+        found = where(skill_id, name) if where is not None else ""
+        return f"  [{found}]" if found else ""
+
     lines: list[str] = []
     group = toolbox.group
     if group is not None:
@@ -215,12 +244,14 @@ def render_toolbox(toolbox: Toolbox) -> str:
         desc = desc[:60] + ("..." if len(desc) > 60 else "")
         if "demoted" in skill.explanation:
             avail += f"  [demoted: {skill.explanation['demoted']}]"
-        lines.append(f"{rank:>3}{mark} {skill.score:5.2f}  {skill.name[:32]:<32} {desc}{avail}")
+        lines.append(f"{rank:>3}{mark} {skill.score:5.2f}  {skill.name[:32]:<32} {desc}{avail}"
+                     + at(skill.id, skill.name))
     if toolbox.suggestions:
         lines.append("")
         lines.append("Usually used with:")
         for suggestion in toolbox.suggestions:
-            lines.append(f"  {suggestion.name}: {suggestion.reason}")
+            lines.append(f"  {suggestion.name}: {suggestion.reason}"
+                         + at(suggestion.id, suggestion.name))
     lines.append(f"\n({toolbox.latency_ms:.1f} ms; * = selected)")
     return "\n".join(lines) + "\n"
 
@@ -229,6 +260,9 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
         record, rows = engine.neighbors(args.id)
+        views = engine.views
+        located = {row["id"]: views.where(row["id"], row["name"]) for row in rows
+                   if row["kind"] == "skill"}
     finally:
         engine.close()
     where = record.data.get("path")
@@ -236,8 +270,10 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
               + (f"  {where}" if where else "") + "\n")
     for row in rows:
         props = " ".join(f"{k}={v}" for k, v in row["props"].items())
+        found = located.get(row["id"])
+        name = f"{row['name']} [{found}]" if found else row["name"]
         out.write(f"  {row['direction']} {row['edge']:<10} {row['weight']:>6.2f}  "
-                  f"{row['kind']:<5} {row['name']}  {props}".rstrip() + "\n")
+                  f"{row['kind']:<5} {name}  {props}".rstrip() + "\n")
     return 0
 
 
@@ -328,6 +364,7 @@ class ProgressDisplay:
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.style = Style.for_stream(stream)
 
     def __call__(self, event: Any) -> None:
         kind = event.kind.value
@@ -350,8 +387,16 @@ class ProgressDisplay:
             elif event.message:
                 detail = f": {event.message}"
             symbol = "stop" if event.status == "cancelled" else self.SYMBOLS[kind]
-            self.stream.write(f"  {symbol:<5} {event.step}{detail}\n")
+            self.stream.write(f"  {self._paint(symbol)} {event.step}{detail}\n")
         self.stream.flush()
+
+    def _paint(self, symbol: str) -> str:
+        padded = f"{symbol:<5}"
+        if symbol == "FAIL":
+            return self.style.error(padded)
+        if symbol in ("retry", "stop"):
+            return self.style.warning(padded)
+        return self.style.ok(padded) if symbol == "ok" else self.style.dim(padded)
 
 
 def _context_values(path: Path | None) -> dict[str, Any]:
@@ -539,41 +584,116 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
-    from skillgrove.graph.learning import draft_to_yaml
+    """Drafts into ``<library>/groups/drafts/`` (or ``--out``), each with what ``check`` says
+    of it; the reason when there is none."""
+    from skillgrove.groups.authoring import DRAFTS_FOLDER
 
-    if args.out.exists() and not args.out.is_dir():
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise SkillgroveError(f"--out {args.out} is a file: it must be a folder (one YAML file "
                               "is written into it per draft group)")
     engine = engine_from_args(args)
     try:
-        drafts = engine.suggest_groups(args.history, min_support=args.min_support)
-        skills = engine.library.catalog.skills
+        roots = engine.library.roots
+        folder = args.out or (roots[0] / "groups" / DRAFTS_FOLDER if roots else None)
+        if folder is None:
+            raise SkillgroveError("no library folder to write the drafts into: name one with "
+                                  "--out DIR (e.g. my-library/groups/drafts)")
+        result = engine.suggest_groups(args.history, min_support=args.min_support,
+                                       folder=folder)
     finally:
         engine.close()
-    # Drafts name skills by id (history files) or by name (the run log); either way their
-    # steps call skills by name and bind the inputs the skills declare.
-    names = {s.id: s.name for s in skills}
-    contracts = {key: (s.inputs, s.outputs) for s in skills for key in (s.id, s.name)}
+    if not result.drafts:
+        out.write(f"no draft groups: {result.reason}\n")
+        return 0
     written = 0
     try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for draft in drafts[: args.limit]:
-            target = args.out / f"{draft.id}.yaml"
+        folder.mkdir(parents=True, exist_ok=True)
+        for suggestion in result.drafts[: args.limit]:
+            draft = suggestion.draft
+            target = folder / f"{draft.id}.yaml"
             if target.exists() and not args.force:
                 out.write(f"skipped {target} (exists; --force replaces it)\n")
                 continue
-            target.write_text(draft_to_yaml(draft, names, contracts=contracts),
-                              encoding="utf-8")
-            out.write(f"wrote {target}: {len(draft.members)} skills, seen {draft.support} "
-                      "times\n")
+            target.write_text(suggestion.text, encoding="utf-8")
+            edges = len(draft.edges)
+            verdict = ("passes check" if not suggestion.errors else
+                       f"{len(suggestion.errors)} error{'s' if len(suggestion.errors) != 1 else ''}"
+                       " remain")
+            out.write(f"wrote {target}: {len(draft.members)} steps, {edges} "
+                      f"edge{'s' if edges != 1 else ''}, {len(draft.examples)} "
+                      f"example{'s' if len(draft.examples) != 1 else ''}, from "
+                      f"{suggestion.source}"
+                      + ("" if suggestion.source == "co-references" else
+                         f" (seen {draft.support} time{'s' if draft.support != 1 else ''})")
+                      + f"; {verdict}\n")
+            for error in suggestion.errors:
+                out.write("    " + error.format().replace("\n", "\n    ") + "\n")
             written += 1
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        raise SkillgroveError(f"--out {args.out}: cannot write the drafts there "
-                              f"({exc.strerror}{where}): give a folder you can write to") from exc
-    out.write(f"{written} draft groups in {args.out}; review them, then keep the ones you want "
-              "in a groups/ folder of your library\n")
+        raise SkillgroveError(f"--out {folder}: cannot write the drafts there "
+                              f"({exc.strerror}{where}): give a folder you can write to "
+                              "with --out") from exc
+    if result.covered:
+        ran = ", ".join(f"{g} ({n})" for g, n in sorted(result.covered.items()))
+        out.write(f"not drafted: {sum(result.covered.values())} tasks did what a group does "
+                  f"already: {ran}\n")
+    out.write(f"{written} draft group{'s' if written != 1 else ''} in {folder}; review them: "
+              "`skillgrove check` reads and reports them as drafts; move one up into groups/ "
+              "to approve it\n")
     return 0
+
+
+def _library_engine(args: argparse.Namespace) -> Skillgrove:
+    """An engine that reads the library named on the command line (else $SKILLGROVE_PATH,
+    else the bundled one), as ``check`` does; no index."""
+    from skillgrove.runtime.engine import Skillgrove
+    from skillgrove.runtime.paths import default_paths
+
+    return Skillgrove(library_paths(named_library(args)) or default_paths(),
+                      allow_rules=getattr(args, "allow_rule", None) or ())
+
+
+def cmd_groups_lock(args: argparse.Namespace, out: TextIO) -> int:
+    with _library_engine(args) as engine:
+        written = engine.lock_groups()
+    if not written:
+        raise SkillgroveError("no valid group to lock: `skillgrove check` says what is wrong")
+    for path, count in written:
+        out.write(f"wrote {path}: {count} group{'s' if count != 1 else ''} pinned (their "
+                  "skills' content hashes and schemas); `skillgrove check` reports a skill that "
+                  "changes after this\n")
+    return 0
+
+
+def cmd_impact(args: argparse.Namespace, out: TextIO) -> int:
+    with _library_engine(args) as engine:
+        report = engine.impact(args.skill)
+    if args.json:
+        out.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        return 1 if report.broken else 0
+    if not report.uses:
+        state = "" if report.known else " (and the library has no such skill)"
+        out.write(f"no group uses '{report.skill}'{state}\n")
+        return 0
+    for use in report.uses:
+        how = (f"steps {', '.join(use.steps)}" if use.steps
+               else "through " + " > ".join(use.via))
+        verdict = "BREAKS" if use.breaks else "ok"
+        out.write(f"{use.group}{' (draft)' if use.draft else ''}: {how}: {verdict}  "
+                  f"[{use.path}]\n")
+        if use.changed_since_lock:
+            out.write(f"    changed since locked: {'; '.join(use.changed_since_lock)}\n")
+        if use.steps:
+            for problem in use.problems:
+                out.write("    " + problem.format().replace("\n", "\n    ") + "\n")
+        elif use.breaks:
+            out.write(f"    breaks because {use.via[-1]} does\n")
+    broken = len(report.broken)
+    out.write(f"\n{len(report.uses)} group{'s' if len(report.uses) != 1 else ''} use "
+              f"'{report.skill}'; {broken} break{'s' if broken == 1 else ''} under its current "
+              "schema\n")
+    return 1 if broken else 0
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -590,14 +710,24 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"$ skillgrove ask {json.dumps(request)} --yes  (context: {json.dumps(values)})"
               "\n\n")
     engine = Skillgrove([library], index=usable_index_dir(args), store=args.store,
-                        model=args.model, concurrency=args.concurrency, log=_say)
+                        model=args.model, concurrency=args.concurrency, log=_say,
+                        encoder=AnnouncedEncoder(args.model, Status(sys.stderr)))
     try:
         # The demo's mail goes to the outbox (no SMTP_HOST), which is why it may run unasked.
         answer = engine.ask(request, {"values": values}, budget=args.budget, fmt=args.format,
                             on_event=ProgressDisplay(sys.stderr), confirm=True)
+        code = _print_answer(answer, out)
+        # What happens when no group fits, and a request in Chinese (README, Quick start).
+        for other in DEMO_SEARCHES:
+            out.write(f"\n$ skillgrove search {json.dumps(other, ensure_ascii=False)} -k 5\n")
+            out.flush()
+            out.write(render_toolbox(engine.search(other, k=5)))
     finally:
         engine.close()
-    return _print_answer(answer, out)
+    return code
+
+
+DEMO_SEARCHES = ("translate this paragraph into German", "生成本周的工作周报")
 
 
 # -- servers ----------------------------------------------------------------------------------
@@ -619,4 +749,27 @@ def cmd_serve_http(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     http_server.serve(engine, host=args.host, port=args.port, token=token,
                       max_body=args.max_body, watch=not args.no_watch)
+    return 0
+
+
+def cmd_studio(args: argparse.Namespace, out: TextIO) -> int:
+    """``skillgrove studio``: the HTTP API with the studio; prints the studio's address (with
+    the token in its fragment, which the browser never sends to the server)."""
+    from urllib.parse import quote
+
+    from skillgrove.runtime import http_server
+
+    token = args.token or os.environ.get("SKILLGROVE_TOKEN") or None
+    engine = engine_from_args(args)
+
+    def announce(base: str) -> None:
+        url = f"{base}/studio/" + (f"#token={quote(token, safe='')}" if token else "")
+        out.write(f"skillgrove studio: {url}\n")
+        out.flush()
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    http_server.serve(engine, host=args.host, port=args.port, token=token, announce=announce)
     return 0

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
     from skillgrove.graph.runlog import RunRecord, SqliteRunLog
     from skillgrove.graph.store import GraphStore
+    from skillgrove.graph.suggest import Suggestions
+    from skillgrove.groups.impact import Impact
     from skillgrove.groups.library import Library
     from skillgrove.groups.loader import GroupLoad
     from skillgrove.groups.model import Group
@@ -53,8 +55,12 @@ if TYPE_CHECKING:
     from skillgrove.runtime.inject import Format, Injection
     from skillgrove.runtime.runner import Plan
     from skillgrove.runtime.views import ToolboxViews
+    from skillgrove.skills.diagnostics import Diagnostic
     from skillgrove.skills.model import Skill
 
+LOOK_ALIKE_SIMILARITY = 0.95
+"""Skills whose texts embed at least this alike are reported by ``index`` (27 pairs of different
+names on the 1,321-skill corpus, e.g. 'zoho_bigin-automation' and 'zoho-bigin-automation')."""
 INDEX_FILE = "graph.sqlite"
 RUN_LOG_FILE = "runs.sqlite"
 LIBRARY_CACHE_FILE = "library.cache"
@@ -355,6 +361,8 @@ class Skillgrove:
         # An unchanged library is served from the last load (keyed by every file it read).
         library = load_library_cached(paths, options,
                                       cache_file=self.index_dir / LIBRARY_CACHE_FILE)
+        if write_ids:  # the `.skill_id` files it wrote are part of the library now
+            fingerprint = library_fingerprint(paths)
         return self._keep_last_good(library), fingerprint
 
     def _keep_last_good(self, library: Library) -> Library:
@@ -402,13 +410,17 @@ class Skillgrove:
 
     # -- indexing ------------------------------------------------------------------------------
 
-    def index(self, progress: Callable[[str, int, int], None] | None = None) -> IndexResult:
-        """Index the library into the store: only what changed is written and embedded."""
+    def index(self, progress: Callable[[str, int, int], None] | None = None, *,
+              write_ids: bool = False) -> IndexResult:
+        """Index the library into the store: only what changed is written and embedded.
+
+        Nothing is written into the library unless ``write_ids``: then each skill folder
+        without a ``.skill_id`` gets one holding its (unchanged) id."""
         from skillgrove.graph.indexer import index_library
 
         with self._refresh_lock:
             with self._init_lock:
-                library, fingerprint = self._load(write_ids=True)
+                library, fingerprint = self._load(write_ids=write_ids)
                 self._library, self._library_fingerprint = library, fingerprint
             runs = self._recorded_runs()
             meta = {FINGERPRINT_KEY: fingerprint,
@@ -422,11 +434,41 @@ class Skillgrove:
             listener(library)
         return result
 
+    def look_alike_skills(self, threshold: float = LOOK_ALIKE_SIMILARITY) -> list[Diagnostic]:
+        """Warnings for skill pairs of different names whose texts embed almost alike (their
+        SIMILAR_TO weight reaches ``threshold``): retrieval cannot tell them apart, so one of
+        them is picked for requests meant for the other."""
+        from skillgrove.graph.model import EdgeKind
+        from skillgrove.skills.diagnostics import Diagnostic, Severity
+
+        by_id = self.library.catalog.by_id()
+        found: list[Diagnostic] = []
+        edges = sorted(self.store.edges(EdgeKind.SIMILAR_TO), key=lambda e: -e.weight)
+        for edge in edges:
+            a, b = by_id.get(edge.src), by_id.get(edge.dst)
+            if a is None or b is None or a.name == b.name or edge.weight < threshold:
+                continue  # same names are duplicates, reported by the loader
+            found.append(Diagnostic(
+                Severity.WARNING, "look-alike-skills",
+                f"skills '{a.name}' and '{b.name}' ({b.skill_file}) are described almost alike "
+                f"(similarity {edge.weight:.2f}): retrieval cannot tell them apart",
+                a.skill_file, subject=a.name,
+                hint="say in each description what it does that the other does not, or keep "
+                     "only one of them"))
+        return found
+
     def _recorded_runs(self) -> list[dict[str, Any]]:
+        """The runs of this library (an index folder shared by several libraries keeps their
+        statistics apart); a run recorded before runs named their library counts when its
+        group is one of this library's."""
         if not (self.index_dir / RUN_LOG_FILE).exists():
             return []
+        library = self.library
+        key = _library_key(library)
         return [run.to_dict() for run in self.run_log.list(limit=1_000_000)
-                if not run.group.startswith(SKILL_RUN_PREFIX)]
+                if not run.group.startswith(SKILL_RUN_PREFIX)
+                and (run.library == key if run.library is not None
+                     else run.group in library.groups)]
 
     def is_indexed(self) -> bool:
         """Whether the store holds an index (remembered once it does: indexes are replaced,
@@ -585,7 +627,8 @@ class Skillgrove:
         return found
 
     def groups(self) -> list[dict[str, Any]]:
-        """Every group file: valid, serving its last good version, or with errors."""
+        """Every group file: valid, serving its last good version, with errors, or a draft
+        (``groups/drafts/``, see :mod:`groups.authoring`; its errors listed)."""
         from skillgrove.runtime.views import group_view
 
         library = self.library
@@ -608,9 +651,12 @@ class Skillgrove:
             if load.group is not None:
                 errors += [d.format() for d in library.errors
                            if d.path == load.group.path and d.format() not in errors]
+            drafted = library.drafts.get(load.group.id) if load.group is not None else None
+            draft = drafted is not None and Path(drafted.path) == Path(load.path)
             out.append({"id": load.group.id if load.group else None,
                         "name": load.group.name if load.group else None,
-                        "location": str(load.path), "status": "errors", "errors": errors})
+                        "location": str(load.path), "status": "draft" if draft else "errors",
+                        "errors": errors})
         return out
 
     def health(self) -> Health:
@@ -632,6 +678,11 @@ class Skillgrove:
             record = store.node(candidate)
             if record is not None:
                 return record
+        # A name means the skill that answers for it (a shadowed one is asked for by its id).
+        winner = self.library.skills.get(key)
+        record = store.node(winner.id) if winner is not None else None
+        if record is not None:
+            return record
         names = []
         for kind in (NodeKind.SKILL, NodeKind.GROUP):  # examples are not asked for by name
             for record in store.nodes(kind):
@@ -664,21 +715,51 @@ class Skillgrove:
         return to_mermaid(record) if fmt == "mermaid" else to_dot(record)
 
     def suggest_groups(self, history: str | os.PathLike[str] | None = None, *,
-                       min_support: int = 2) -> list[Any]:
-        """Draft groups mined from the run log (or a history file in the benchmark format)."""
-        from skillgrove.graph.learning import HistoryRow, mine_groups, read_history
+                       min_support: int = 2, folder: Path | None = None) -> Suggestions:
+        """Draft groups mined from the run log (or a history file in the benchmark format) and
+        from skills that name each other, each checked as if saved in ``folder`` (see
+        :mod:`graph.suggest`)."""
+        from skillgrove.graph.learning import read_history, rows_from_runs
+        from skillgrove.graph.suggest import suggest
 
         if min_support < 1:
             raise InvalidRequestError("min_support", "must be at least 1")
+        library = self.library
         if history is not None:
             rows = read_history(Path(history))
+        elif (self.index_dir / RUN_LOG_FILE).exists():
+            runs = [run.to_dict() for run in self.run_log.list(limit=1_000_000)]
+            rows = rows_from_runs(runs, library.groups, skill_run_prefix=SKILL_RUN_PREFIX)
         else:
-            rows = [HistoryRow(r.id, r.request or "",
-                               tuple(s.target for s in r.steps
-                                     if s.kind == "skill" and s.status == "success"),
-                               (), r.status == "success")
-                    for r in self.run_log.list(100_000)]
-        return mine_groups(rows, min_support=min_support)
+            rows = []
+        return suggest(library, rows, source="history" if history is not None else "runs",
+                       min_support=min_support, folder=folder, co_references=history is None)
+
+    def impact(self, skill: str) -> Impact:
+        """The groups that use ``skill`` (directly or through sub-groups) and which its current
+        schema breaks, read from disk as ``check`` reads it (see :mod:`groups.impact`)."""
+        from skillgrove.groups.impact import skill_impact
+
+        library = self.check()
+        if skill not in library.skills and skill in library.catalog.by_id():
+            skill = library.catalog.by_id()[skill].name
+        return skill_impact(library, skill)
+
+    def lock_groups(self) -> list[tuple[Path, int]]:
+        """Writes ``groups/skillgrove.lock`` in each library root that holds valid groups
+        (see :mod:`groups.lock`): each lock file and how many groups it pins. Groups with
+        errors and drafts are not pinned: approve what works."""
+        from skillgrove.groups.lock import write_lock
+
+        library = self.check()
+        written = []
+        for root in library.roots:
+            if not root.is_dir():
+                continue
+            mine = [g for g in library.groups.values() if g.path.is_relative_to(root)]
+            if mine:
+                written.append((write_lock(root, mine, library.skills), len(mine)))
+        return written
 
     def compose(self, toolbox: Toolbox, *, group_id: str | None = None) -> Composed:
         """A composed (or single-skill) toolbox as a group file: its selected skills in order,
@@ -752,7 +833,7 @@ class Skillgrove:
         return Runner(groups if groups is not None else library.groups, library.skills,
                       executor, run_log=self.run_log, events=on_event or ignore,
                       options=RunOptions(max_concurrency=self.concurrency,
-                                         runs_dir=runs_dir),
+                                         runs_dir=runs_dir, library=_library_key(library)),
                       stop=stop)
 
     def effects(self, group: str) -> dict[str, tuple[str, ...]]:
@@ -1064,6 +1145,11 @@ def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InvalidRequestError(name, "must be an object")
     _within_json_limits(name, value)
     return dict(value)
+
+
+def _library_key(library: Library) -> str:
+    """What names a library in the run log: its roots, resolved, one per line."""
+    return "\n".join(str(Path(root).resolve()) for root in library.roots)
 
 
 def _within_json_limits(name: str, value: Any) -> None:

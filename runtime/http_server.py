@@ -19,12 +19,27 @@ Endpoints (the OpenAPI description is at ``/openapi.json``, browsable at ``/docs
     GET  /v1/skills/{name}                 one skill: its view, instructions and files
     GET  /v1/skills/{name}/files/{path}    one file of the skill's folder, as it is
     POST /v1/skills/{name}/runs            {inputs?} -> run one executable skill on its own
-    GET  /v1/groups                        every group file (valid, last-good, or with errors)
+    GET  /v1/groups                        every group file (valid, last-good, with errors, or
+                                           a draft)
     GET  /v1/groups/{id}                   one group
     POST /v1/groups/{id}/plan              {inputs?, context?} -> levels, resolved inputs, skips
     POST /v1/groups/{id}/runs              {inputs?, context?, resume?} -> the run record (201;
                                            200 and a stream with Accept: text/event-stream)
     GET  /v1/runs?limit=20                 recent runs, newest first
+    GET  /v1/groups/{id}/source            the group's file: text, data, path, sha256
+    POST /v1/groups/check                  {text | document | edits, path?} -> the diagnostics
+                                           `skillgrove check` gives it (with step_id, field)
+    POST /v1/groups/files                  {path, text | document | edits, dry_run?,
+                                           base_sha256?} -> the diff; writes when dry_run is
+                                           false (only inside the library's groups folders)
+    GET  /v1/skills/{name}/impact          the groups that use the skill, and which its
+                                           current schema breaks
+    GET  /v1/drafts                        draft groups (groups/drafts/) and their diagnostics
+    POST /v1/drafts/{id}/approve           {path?} -> moves a draft that passes check into
+                                           groups/: an ordinary group from then on
+    DELETE /v1/drafts/{id}                 discard a draft
+    GET  /studio/                          skillgrove studio, the browser editor (static
+                                           files; it calls only the endpoints above)
     GET  /v1/runs/{run_id}                 one run record
 
 **Streaming.** ``POST /v1/groups/{id}/runs`` (and ``/v1/skills/{name}/runs``) sent with
@@ -92,6 +107,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillgrove.graph.errors import StoreError
+from skillgrove.runtime import authoring
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import group_view, skill_view
 from skillgrove.skills.diagnostics import did_you_mean
@@ -110,6 +126,12 @@ KEEPALIVE_SECONDS = 15.0
 """An SSE comment goes out when a run is quiet this long, so proxies keep the stream open."""
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 EVENT_STREAM = "text/event-stream"
+STUDIO_PREFIX = "/studio"
+STUDIO_ASSETS = Path(__file__).resolve().parent / "studio" / "dist"
+STUDIO_POLICY = ("default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+                 "style-src 'self' 'unsafe-inline'; script-src 'self'; object-src 'none'; "
+                 "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+"""The studio's Content-Security-Policy: its own files only (no inline script)."""
 
 _STATUS_BY_CODE = {"not_found": 404, "invalid_request": 422, "run_error": 400,
                    "needs_confirmation": 409}
@@ -215,6 +237,38 @@ class RunBody(_Body):
                                    "409 needs_confirmation listing the effects.")
 
 
+class _GroupSourceBody(_Body):
+    text: str | None = Field(default=None, description="The whole group file, as YAML.")
+    document: dict[str, Any] | None = Field(
+        default=None, description="The group as a JSON object, written out as YAML.")
+    edits: list[dict[str, Any]] | None = Field(
+        default=None, description="Changes to the file at path, each {op: set | delete | "
+                                  "append, path: 'steps[2].with.text', value}; the rest of the "
+                                  "file (comments, order, layout) stays as it is.")
+
+
+class CheckGroupBody(_GroupSourceBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"text": "id: g\ndescription: d\nsteps:\n  - id: a\n    skill: pdf-to-text\n"}]})
+
+    path: str | None = Field(default=None, description="The group file the text is for "
+                             "(relative to the groups folder, e.g. my-group.yaml); needed "
+                             "with edits.")
+
+
+class SaveGroupBody(_GroupSourceBody):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"path": "report-analysis.yaml", "dry_run": True,
+         "edits": [{"op": "set", "path": "steps[1].with.limit", "value": 5}]}]})
+
+    path: str = Field(min_length=1, description="Where to write: relative to the library's "
+                      "groups folder (my-group.yaml), or absolute inside it.")
+    dry_run: bool = Field(default=True, description="true (the default) only shows the diff; "
+                                                    "false writes the file.")
+    base_sha256: str | None = Field(default=None, description="The sha256 the file had when "
+                                    "it was opened: a file changed since is not overwritten.")
+
+
 class SkillRunBody(_Body):
     inputs: dict[str, Any] | None = Field(default=None, description="The skill's parameters.")
     confirm: bool = Field(
@@ -286,12 +340,86 @@ class GroupView(_View):
     id: str | None
     name: str | None
     location: str
-    status: Literal["valid", "last-good", "errors"]
+    status: Literal["valid", "last-good", "errors", "draft"]
     errors: list[str]
 
 
 class GroupList(BaseModel):
     groups: list[GroupView]
+
+
+class DiagnosticView(BaseModel):
+    severity: Literal["error", "warning", "info"]
+    rule: str
+    message: str
+    path: str | None
+    line: int | None
+    column: int | None
+    hint: str | None
+    subject: str | None
+    step_id: str | None = Field(description="The step the diagnostic concerns, when known.")
+    field: str | None = Field(description="The field of that step, e.g. with.text.")
+    follow_ons: list[dict[str, Any]] | None = None
+
+
+class GroupCheckView(BaseModel):
+    valid: bool
+    id: str | None
+    text: str = Field(description="The YAML that was checked (the document written out).")
+    errors: int
+    warnings: int
+    diagnostics: list[DiagnosticView]
+
+
+class GroupSaveView(BaseModel):
+    path: str = Field(description="Relative to the groups folder's parent: groups/x.yaml.")
+    location: str
+    created: bool
+    changed: bool
+    written: bool
+    dry_run: bool
+    diff: str = Field(description="A unified diff from the file on disk to the new text.")
+    sha256: str
+    valid: bool
+    id: str | None
+    errors: int
+    warnings: int
+    diagnostics: list[DiagnosticView]
+
+
+class ApproveDraftBody(_Body):
+    path: str | None = Field(default=None, description="The file in the groups folder it "
+                             "becomes (default <id>.yaml).")
+
+
+class DraftView(BaseModel):
+    id: str
+    name: str | None
+    description: str | None
+    path: str
+    location: str
+    steps: list[str]
+    members: list[str]
+    valid: bool
+    errors: int
+    warnings: int
+    diagnostics: list[DiagnosticView]
+
+
+class DraftList(BaseModel):
+    drafts: list[DraftView]
+
+
+class GroupSourceView(BaseModel):
+    id: str
+    location: str
+    path: str | None = Field(description="What POST /v1/groups/files takes as path.")
+    writable: bool = Field(description="Whether the file is in a groups folder of the "
+                                       "library (studio can save it).")
+    draft: bool = Field(description="Whether it is a draft (in groups/drafts/).")
+    text: str
+    sha256: str
+    document: Any
 
 
 class ToolboxView(_View):
@@ -493,8 +621,8 @@ class _Guard:
                     "requests addressed to a loopback name (localhost, 127.0.0.1, [::1])",
                     {"host": headers.get("host"), "origin": origin})
             return None
-        if path == "/healthz":
-            return None
+        if path == "/healthz" or _is_studio(path):
+            return None  # static files, no data: the page itself asks for the token
         scheme, _, given = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and given.strip():
             if hmac.compare_digest(given.strip().encode(), self.token):
@@ -525,6 +653,10 @@ class _Guard:
             _log_unexpected(f"{scope.get('method')} {scope.get('path')}")
             if not started:
                 await _internal()(scope, receive, send)
+
+
+def _is_studio(path: str) -> bool:
+    return path == STUDIO_PREFIX or path.startswith(STUDIO_PREFIX + "/")
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -612,9 +744,37 @@ def create_app(engine: Skillgrove, *, token: str | None = None,
     _add_error_handlers(app)
     app.include_router(_health_routes(engine))
     app.include_router(_api_routes(engine))
+    _mount_studio(app)
     if token:
         _require_bearer_in_schema(app)
     return app
+
+
+def _mount_studio(app: FastAPI) -> None:
+    """The studio's built files at /studio/ (when the package has them)."""
+    from starlette.responses import RedirectResponse
+    from starlette.staticfiles import StaticFiles
+
+    if not (STUDIO_ASSETS / "index.html").is_file():
+        return
+    files = StaticFiles(directory=STUDIO_ASSETS, html=True)
+
+    async def studio(scope: Scope, receive: Receive, send: Send) -> None:
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []),
+                                      (b"content-security-policy", STUDIO_POLICY.encode()),
+                                      (b"x-content-type-options", b"nosniff"),
+                                      (b"referrer-policy", b"no-referrer")]
+            await send(message)
+
+        await files(scope, receive, secured)
+
+    @app.get(STUDIO_PREFIX, include_in_schema=False)
+    def studio_root() -> Response:
+        return RedirectResponse(STUDIO_PREFIX + "/")
+
+    app.mount(STUDIO_PREFIX, studio, name="studio")
 
 
 def _version() -> str:
@@ -788,6 +948,45 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                     "errors": []}
         return _JSON(view)
 
+    @router.get("/groups/{group_id}/source", response_model=GroupSourceView, tags=["authoring"],
+                summary="The group's file: its text, its data and where it is",
+                responses=_errors(404))
+    def group_source(group_id: GroupId) -> Response:
+        return _JSON(authoring.group_source(engine, group_id))
+
+    @router.post("/groups/check", response_model=GroupCheckView, tags=["authoring"],
+                 summary="Check group YAML as `skillgrove check` does; nothing is written")
+    def check_group(body: CheckGroupBody) -> Response:
+        return _JSON(authoring.check_group(engine, _source(body), body.path))
+
+    @router.post("/groups/files", response_model=GroupSaveView, tags=["authoring"],
+                 summary="Save a group file (a diff only, unless dry_run is false)")
+    def save_group(body: SaveGroupBody) -> Response:
+        return _JSON(authoring.save_group(engine, body.path, _source(body),
+                                          dry_run=body.dry_run, base_sha256=body.base_sha256))
+
+    @router.get("/skills/{name}/impact", tags=["authoring"],
+                summary="The groups that use a skill, and which its current schema breaks")
+    def skill_impact(name: SkillName) -> Response:
+        return _JSON(engine.impact(name).to_dict())
+
+    @router.get("/drafts", response_model=DraftList, tags=["authoring"],
+                summary="Draft groups (from `groups suggest`) with their diagnostics")
+    def list_drafts() -> Response:
+        return _JSON({"drafts": authoring.drafts(engine)})
+
+    @router.post("/drafts/{draft_id}/approve", tags=["authoring"], responses=_errors(404),
+                 summary="Approve a draft that passes check: it becomes an ordinary group")
+    def approve_draft(draft_id: Annotated[str, PathParam(description="The draft's id.")],
+                      body: ApproveDraftBody | None = None) -> Response:
+        return _JSON(authoring.approve_draft(engine, draft_id, (body or ApproveDraftBody()).path))
+
+    @router.delete("/drafts/{draft_id}", tags=["authoring"], responses=_errors(404),
+                   summary="Discard a draft (its file is deleted)")
+    def discard_draft(draft_id: Annotated[str, PathParam(description="The draft's id.")],
+                      ) -> Response:
+        return _JSON(authoring.discard_draft(engine, draft_id))
+
     @router.post("/groups/{group_id}/plan", response_model=PlanView, tags=["groups"],
                  summary="How the group would run: levels, resolved inputs, skips",
                  responses=_errors(400, 404))
@@ -815,6 +1014,10 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
         return _JSON(engine.get_run(run_id).to_dict())
 
     return router
+
+
+def _source(body: _GroupSourceBody) -> authoring.Source:
+    return authoring.Source(text=body.text, document=body.document, edits=body.edits)
 
 
 def _context(body: RequestContextBody | None) -> dict[str, Any] | None:
@@ -917,7 +1120,7 @@ def is_loopback(host: str) -> bool:
 
 def serve(engine: Skillgrove, *, host: str = "127.0.0.1", port: int = 8787,
           token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
-          watch: bool = True) -> None:
+          watch: bool = True, announce: Callable[[str], None] | None = None) -> None:
     """Serve ``engine`` over HTTP until interrupted. Any address but loopback needs a token.
 
     >>> serve(Skillgrove(["library"]), port=8787)            # blocks; Ctrl-C stops it
@@ -934,7 +1137,11 @@ def serve(engine: Skillgrove, *, host: str = "127.0.0.1", port: int = 8787,
     watcher = engine.watch() if watch else None
     shown = f"[{host}]" if ":" in host else host
     sys.stderr.write(f"skillgrove: HTTP API on http://{shown}:{listener.getsockname()[1]}/v1 "
-                     f"(OpenAPI at /openapi.json{'; bearer token required' if token else ''})\n")
+                     f"(OpenAPI at /openapi.json"
+                     f"{'; studio at /studio/' if (STUDIO_ASSETS / 'index.html').is_file() else ''}"
+                     f"{'; bearer token required' if token else ''})\n")
+    if announce is not None:
+        announce(f"http://{shown}:{listener.getsockname()[1]}")
     config = uvicorn.Config(app, log_level="info", server_header=False,
                             timeout_graceful_shutdown=5)
     try:

@@ -45,6 +45,7 @@ import binascii
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
@@ -721,6 +722,12 @@ def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Result
     if results is not None:
         out += _md_results(results, stage, report)
     primary = [i for i in items if i.primary]
+    # Two listed skills of one name (copies in two collections) are told apart by their folder.
+    names = Counter(i.skill.name for i in items)
+
+    def at(skill: Skill) -> str:
+        return f" (folder: {skill.folder})" if names[skill.name] > 1 else ""
+
     if primary and stage.instructions != "names":
         out += ["", "## Instructions", ""]
         for item in primary:
@@ -728,16 +735,17 @@ def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Result
                 out += [f"### {item.skill.name}", f"_{item.reason}; folder: {item.skill.folder}_",
                         "", *_md_body(item.skill, bodies, report), ""]
             else:
-                out += [f"### {item.skill.name}", f"_{item.reason}_", "",
+                out += [f"### {item.skill.name}", f"_{item.reason}{at(item.skill)}_", "",
                         _summary(item.skill, bodies, report), ""]
     menu = [i for i in items if not i.primary]
     if menu and stage.menu != "none":
         out += ["", "## Also available", ""]
         for item in menu:
             if stage.menu == "names":
-                out.append(f"- {item.skill.name}")
+                out.append(f"- {item.skill.name}{at(item.skill)}")
             else:
-                out.append(f"- **{item.skill.name}**: {item.skill.description} ({item.reason})")
+                out.append(f"- **{item.skill.name}**: {item.skill.description} ({item.reason})"
+                           + at(item.skill))
     if report.left_out:
         out += ["", "_Left out to fit the token budget: " + "; ".join(report.left_out) + "._"]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n", report

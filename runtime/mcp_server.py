@@ -65,6 +65,7 @@ import mimetypes
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -586,12 +587,16 @@ def render_toolbox(view: Mapping[str, Any], group_tools: Mapping[str, str]) -> s
         skills = [skill for skill in skills if skill.get("selected")]
     if skills:
         lines.append("Its skills:" if group else "Skills:")
+        # Same-named copies (two collections) are told apart by id and folder below the root.
+        names = Counter(str(skill.get("name")) for skill in skills[:8])
         for skill in skills[:8]:
             how = "runnable" if skill.get("runnable") else "instructions only"
             if not skill.get("available", True):
                 how = "unavailable: " + "; ".join(skill.get("unavailable_reasons") or [])
             mark = " [selected]" if skill.get("selected") else ""
             score = f", score {skill['score']}" if skill.get("score") is not None else ""
+            if names[str(skill.get("name"))] > 1:
+                mark += f" (id {skill.get('id')}, at {skill.get('path')})"
             lines.append(f"  - {skill['name']}{mark} ({how}{score}): {skill.get('description')}")
     suggestions = view.get("suggestions") or []
     if suggestions:

@@ -93,6 +93,8 @@ class RunOptions:
     runs_dir: Path | None = None
     """The parent of the run folders (``<runs_dir>/<run id>/``); None: runs get no folder, and
     skills that write files fall back to their own defaults."""
+    library: str | None = None
+    """Recorded with each run (:attr:`RunRecord.library`): which library it came from."""
 
 
 POLL_SECONDS = 0.1
@@ -520,6 +522,8 @@ class Runner:
         finally:
             with _ACTIVE_LOCK:
                 del _ACTIVE[id(token)]
+        if self.options.library is not None:
+            record = replace(record, library=self.options.library)
         if self.run_log is not None:
             self.run_log.record(record)
         if self._interrupted is not None:

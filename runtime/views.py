@@ -4,11 +4,17 @@ The CLI's ``--json``, the MCP tools' structured content and the HTTP API all ser
 shapes, so an agent gets the same facts whichever way it asks. Each skill and group carries what
 an agent needs to use it: name, description, location, input schema, and whether it can run
 here (and why not).
+
+Where a skill is, in every skill view: ``location`` (its SKILL.md), ``root`` (the library root
+it was found under) and ``path`` (its folder below that root, ``/``-separated), which is what
+tells two same-named skills apart: ``{"name": "pdf", "path": "vendor/PDF", ...}``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from skillgrove.graph.documents import GROUP_PREFIX
@@ -51,6 +57,7 @@ def skill_view(skill: Skill) -> dict[str, Any]:
         "description": skill.description,
         "location": str(skill.skill_file),
         "root": str(skill.root),
+        "path": skill.relative_path,
         "tags": list(skill.tags),
         "input_schema": dict(skill.inputs) if skill.inputs else dict(EMPTY_SCHEMA),
         "output_schema": dict(skill.outputs) if skill.outputs else None,
@@ -66,12 +73,14 @@ def skill_view_from_record(record: NodeRecord) -> dict[str, Any]:
     """The same view from the index alone (a skill the loaded library does not hold)."""
     data = record.data
     path = str(data.get("path", ""))
+    root = data.get("root")
     return {
         "id": record.id,
         "name": record.name,
         "description": data.get("description", ""),
         "location": f"{path}/SKILL.md" if path else None,
-        "root": data.get("root"),
+        "root": root,
+        "path": _below(path, str(root)) if path and root else path or None,
         "tags": list(data.get("tags", [])),
         "input_schema": data.get("input_schema") or dict(EMPTY_SCHEMA),
         "output_schema": data.get("output_schema"),
@@ -81,6 +90,24 @@ def skill_view_from_record(record: NodeRecord) -> dict[str, Any]:
         "unavailable_reasons": list(data.get("unavailable_reasons", [])),
         "effects": list(data.get("effects", [])),
     }
+
+
+def _below(folder: str, root: str) -> str:
+    """``folder`` below ``root`` as the loader names it, from the index's strings alone."""
+    try:
+        return PurePath(folder).relative_to(root).as_posix()
+    except ValueError:
+        return folder
+
+
+def short_location(view: Mapping[str, Any], several_roots: bool) -> str:
+    """A skill view's folder for a listing: below its root, led by the root's folder name when
+    the library has several roots (``first/PDF``, ``second/Pdf``)."""
+    path = str(view.get("path") or view.get("location") or "")
+    root = view.get("root")
+    if several_roots and root:
+        return f"{PurePath(str(root)).name}/{path}" if path != "." else PurePath(str(root)).name
+    return path
 
 
 def group_view(group: Group, skills: Mapping[str, Skill],
@@ -120,6 +147,23 @@ class ToolboxViews:
         self.skills_by_name = skills_by_name
         self.record = record
         """``record(id) -> NodeRecord | None``: the index's node, for ids the library lacks."""
+        self._name_counts: Counter[str] | None = None
+
+    def shared_name(self, name: str) -> bool:
+        """Whether more than one loaded skill has this name (a listing should then say which
+        one it means)."""
+        if self._name_counts is None:
+            self._name_counts = Counter(s.name for s in self.skills_by_id.values())
+        return self._name_counts[name] > 1
+
+    def where(self, skill_id: str, name: str = "") -> str:
+        """The skill's short location when its name is shared by another loaded skill, else
+        ``""``: what a text listing adds to tell same-named skills apart."""
+        view = self.skill(skill_id, name)
+        if not self.shared_name(str(view["name"])):
+            return ""
+        several_roots = len({s.root for s in self.skills_by_id.values()}) > 1
+        return short_location(view, several_roots)
 
     def skill(self, skill_id: str, name: str = "") -> dict[str, Any]:
         skill = self.skills_by_id.get(skill_id)
@@ -129,6 +173,7 @@ class ToolboxViews:
         if record is not None:
             return skill_view_from_record(record)
         return {"id": skill_id, "name": name or skill_id, "description": "", "location": None,
+                "root": None, "path": None,
                 "input_schema": dict(EMPTY_SCHEMA), "runnable": False, "available": False,
                 "unavailable_reasons": ["not in the loaded library; re-index"]}
 

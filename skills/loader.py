@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import stat
 import sys
@@ -37,6 +36,8 @@ from skillgrove.skills.model import (
     Requirements,
     Skill,
     content_hash,
+    path_id,
+    relative_folder,
 )
 from skillgrove.skills.safety import (
     FOLDER_MAX_ENTRIES,
@@ -83,7 +84,10 @@ class LoadOptions:
 
     safety: SafetyPolicy = DEFAULT_SAFETY
     write_ids: bool = False
-    """Write a ``.skill_id`` sidecar for skills that have none (indexing does; ``check`` does not)."""
+    """Write a ``.skill_id`` sidecar holding its id into each skill folder that has none. Off by
+    default: ids live in the index, and only a library that opts in (``skillgrove index
+    --write-ids``) gets files written into it. The id written is the one the skill has anyway,
+    so writing sidecars changes no id."""
     environ: Mapping[str, str] | None = None
     which: Callable[[str], str | None] = shutil.which
     platform: str = sys.platform
@@ -107,16 +111,37 @@ class SkillLoad:
 
 @dataclass(frozen=True)
 class Shadowing:
+    """``hidden`` has the name of ``winner``, which answers for the name."""
+
     hidden: Skill
     winner: Skill
+
+    @property
+    def same_root(self) -> bool:
+        return self.hidden.root == self.winner.root
+
+
+def precedence_key(folder: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Where a skill folder (its path below its root) comes among same-named ones of that root:
+    compared folder by folder, letter case ignored, then with case (``PDF`` before ``pdf``), so
+    the order is the same on every file system and does not put ``Zeta/`` before ``alpha/``.
+    A folder comes before the folders inside it.
+
+    >>> sorted(["ComposioHQ/pdf", "anthropics/pdf/nested", "anthropics/pdf"],
+    ...        key=lambda p: precedence_key(Path(p)))
+    ['anthropics/pdf', 'anthropics/pdf/nested', 'ComposioHQ/pdf']
+    """
+    return tuple(part.casefold() for part in folder.parts), folder.parts
 
 
 @dataclass(frozen=True)
 class SkillCatalog:
     """Every skill found under the roots, with name resolution already decided.
 
-    ``active`` maps a name to the skill that answers for it: the one from the earliest root (or,
-    inside one root, the first by path). The others stay in ``skills`` under their own ids.
+    ``active`` maps a name to the skill that answers for it: the one from the earliest root, and
+    inside one root the first in :func:`precedence_key` order. The others stay in ``skills``
+    under their own ids (and in ``shadowed``, with the skill they lose to). ``skills`` is in
+    precedence order: roots as given, then by path inside each root.
     """
 
     roots: tuple[Path, ...]
@@ -306,13 +331,15 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
     if out.has_errors or name is None or description is None:
         return SkillLoad(skill_file, None, tuple(out.items))
 
+    sidecar_id = read_sidecar_id(folder)
     availability = check_requirements(requires, enabled, options)
     if not availability.available:
         out.warn("unavailable", "skill is unavailable here: " + "; ".join(availability.reasons),
                  line=1, column=1)
 
     skill = Skill(
-        id=_skill_id(folder, options),
+        id=sidecar_id or path_id(relative_folder(folder, root)),
+        id_source="sidecar" if sidecar_id else "path",
         name=name,
         description=description.strip(),
         folder=folder,
@@ -1195,26 +1222,29 @@ def _type_name(value: Any) -> str:
     return {dict: "a mapping", list: "a list", bool: "a boolean"}.get(type(value), "empty")
 
 
-def _skill_id(folder: Path, options: LoadOptions) -> str:
-    sidecar = folder / ID_SIDECAR
+def read_sidecar_id(folder: Path) -> str | None:
+    """The id in the folder's ``.skill_id``, if it holds a valid one (never through a pipe or a
+    link, never more than a few bytes)."""
     try:
-        existing = read_regular_file(sidecar, limits.SKILL_ID_MAX_BYTES).decode(
+        existing = read_regular_file(folder / ID_SIDECAR, limits.SKILL_ID_MAX_BYTES).decode(
             "utf-8", errors="replace").strip()
-        if _ID_PATTERN.match(existing):
-            return existing
     except UnreadableFile:
-        pass
-    # Never write through a link or into a pipe or device that happens to bear the name.
-    writable = not sidecar.is_symlink() and (not sidecar.exists() or sidecar.is_file())
-    if options.write_ids and writable:
-        new_id = "sk-" + secrets.token_hex(10)
-        try:
-            sidecar.write_text(new_id + "\n", encoding="utf-8")
-            return new_id
-        except OSError:
-            pass
-    # Read-only library and no sidecar: an id derived from the location, stable while it stays.
-    return "sk-" + content_hash(str(folder.resolve()).encode())[:20]
+        return None
+    return existing if _ID_PATTERN.match(existing) else None
+
+
+def write_sidecar_id(skill: Skill) -> bool:
+    """Write ``skill.id`` into a ``.skill_id`` of its folder, unless one is there (a copied or
+    broken sidecar is the owner's to fix) or the name is a link, pipe or device."""
+    sidecar = skill.folder / ID_SIDECAR
+    if sidecar.is_symlink() or sidecar.exists():
+        return False
+    try:
+        with open(sidecar, "x", encoding="utf-8") as handle:
+            handle.write(skill.id + "\n")
+    except OSError:
+        return False
+    return True
 
 
 def find_skill_files(root: Path, out: list[Diagnostic]) -> list[Path]:
@@ -1240,15 +1270,25 @@ def find_skill_files(root: Path, out: list[Diagnostic]) -> list[Path]:
 
 
 def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) -> SkillCatalog:
-    """Load every skill under ``roots``, earlier roots taking precedence for a name."""
+    """Load every skill under ``roots``; for a name, earlier roots come first, then
+    :func:`precedence_key` order inside a root. A SKILL.md an earlier root already holds (roots
+    that overlap) is loaded once, from that root."""
     loads: list[SkillLoad] = []
     diagnostics: list[Diagnostic] = []
+    seen_files: set[Path] = set()
     for root in roots:
         walk_diags: list[Diagnostic] = []
+        root_loads: list[tuple[Path, SkillLoad]] = []
         for skill_file in find_skill_files(root, walk_diags):
-            loads.append(load_skill(skill_file, root, options))
-        loads.extend(SkillLoad(d.path, None, (d,)) for d in walk_diags
-                     if d.path is not None and d.rule == "symlink")
+            resolved = skill_file.resolve()
+            if resolved in seen_files:
+                continue
+            seen_files.add(resolved)
+            root_loads.append((skill_file, load_skill(skill_file, root, options)))
+        root_loads.extend((d.path, SkillLoad(d.path, None, (d,))) for d in walk_diags
+                          if d.path is not None and d.rule == "symlink")
+        root_loads.sort(key=lambda item: precedence_key(_below(item[0].parent, root)))
+        loads.extend(load for _, load in root_loads)
         diagnostics.extend(d for d in walk_diags if d.path is None or d.rule != "symlink")
 
     skills: list[Skill] = []
@@ -1262,13 +1302,17 @@ def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTION
             continue
         if skill.id in seen_ids:
             other = seen_ids[skill.id]
-            derived = "sk-" + content_hash(str(skill.folder.resolve()).encode())[:20]
-            diagnostics.append(Diagnostic(
-                Severity.WARNING, "duplicate-id",
-                f"'{ID_SIDECAR}' repeats the id of {other.folder}; using {derived} here",
-                skill.folder / ID_SIDECAR, 1, 1,
-                f"delete {skill.folder / ID_SIDECAR} so a fresh id is made", skill.name))
-            skill = _replace_id(skill, derived)
+            fresh = _unused_id(skill, seen_ids)
+            if skill.id_source == "sidecar":
+                diagnostics.append(Diagnostic(
+                    Severity.WARNING, "duplicate-id",
+                    f"'{ID_SIDECAR}' repeats the id of {other.folder}; using {fresh} here",
+                    skill.folder / ID_SIDECAR, 1, 1,
+                    f"delete {skill.folder / ID_SIDECAR} so a fresh id is made", skill.name))
+            # else: an earlier root holds a skill at the same relative path (no one's mistake)
+            skill = replace(skill, id=fresh, id_source="path")
+        if options.write_ids and skill.id_source == "path" and write_sidecar_id(skill):
+            skill = replace(skill, id_source="sidecar")
         seen_ids[skill.id] = skill
         skills.append(skill)
         winner = active.get(skill.name)
@@ -1276,17 +1320,45 @@ def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTION
             active[skill.name] = skill
             continue
         shadowed.append(Shadowing(skill, winner))
-        same_root = winner.root == skill.root
-        rule = "duplicate-name" if same_root else "shadowed"
-        message = (f"skill '{skill.name}' is also defined at {winner.skill_file}; that one is used"
-                   if same_root else
-                   f"skill '{skill.name}' is shadowed by {winner.skill_file} from an earlier root")
-        diagnostics.append(Diagnostic(Severity.WARNING, rule, message, skill.skill_file,
-                                      None, None, "rename one of them if both are needed",
-                                      skill.name))
+        diagnostics.append(_duplicate_diagnostic(skill, winner))
     return SkillCatalog(tuple(roots), tuple(loads), tuple(skills), active, tuple(shadowed),
                         tuple(diagnostics))
 
 
-def _replace_id(skill: Skill, new_id: str) -> Skill:
-    return replace(skill, id=new_id)
+def _below(path: Path, root: Path) -> Path:
+    try:
+        return path.relative_to(root)
+    except ValueError:
+        return path
+
+
+def _unused_id(skill: Skill, taken: Mapping[str, Skill]) -> str:
+    """An id for a skill whose own is taken: its path id qualified by its root, numbered if
+    even that is taken (never random, so it is the same on the next load)."""
+    relative = relative_folder(skill.folder, skill.root)
+    base = path_id(relative, skill.root)
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate
+
+
+def _duplicate_diagnostic(hidden: Skill, winner: Skill) -> Diagnostic:
+    """Both paths, and which one answers for the name: the rule that decided, in words."""
+    if hidden.root == winner.root:
+        rule = "duplicate-name"
+        message = (f"skill '{hidden.name}' is also defined at {winner.skill_file}, which is used "
+                   "for the name (inside one root the first path wins, compared ignoring letter "
+                   f"case, then upper case first); this one stays loaded, under id {hidden.id}")
+        hint = ("rename one of them if both are needed, or pass the folder you prefer as an "
+                "earlier root")
+    else:
+        rule = "shadowed"
+        message = (f"skill '{hidden.name}' is shadowed by {winner.skill_file} from an earlier "
+                   f"root, which is used for the name; this one stays loaded, under id "
+                   f"{hidden.id}")
+        hint = "rename one of them if both are needed, or change the order of the roots"
+    return Diagnostic(Severity.WARNING, rule, message, hidden.skill_file, None, None, hint,
+                      hidden.name)
+

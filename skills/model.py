@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -13,6 +14,7 @@ SKILL_FILE = "SKILL.md"
 ID_SIDECAR = ".skill_id"
 
 EntrypointKind = Literal["python", "command", "http"]
+IdSource = Literal["path", "sidecar"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +94,23 @@ class Skill:
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     """Unknown frontmatter fields, kept as they were (and reported as warnings)."""
+    id_source: IdSource = "path"
+    """Where ``id`` came from: the folder's path below its root (:func:`path_id`), or a
+    ``.skill_id`` sidecar the library holds."""
 
     @property
     def skill_file(self) -> Path:
         return self.folder / SKILL_FILE
+
+    @property
+    def relative_path(self) -> str:
+        """The folder below its root, ``/``-separated (``"."`` for a skill at the root itself):
+        what tells two same-named skills apart in a listing.
+
+        >>> skill.relative_path
+        'anthropics__skills/skills/mcp-builder'
+        """
+        return relative_folder(self.folder, self.root)
 
     @property
     def is_executable(self) -> bool:
@@ -135,3 +150,27 @@ def _properties(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def relative_folder(folder: Path, root: Path) -> str:
+    """``folder`` below ``root``, ``/``-separated and NFC-normalised (so a checkout on macOS
+    names it as one on Linux); the absolute folder when it is not below ``root``."""
+    try:
+        relative = folder.resolve().relative_to(root.resolve()).as_posix()
+    except (OSError, ValueError):
+        relative = folder.absolute().as_posix()
+    return unicodedata.normalize("NFC", relative or ".")
+
+
+def path_id(relative: str, root: Path | None = None) -> str:
+    """The id of a skill without a ``.skill_id`` sidecar: a digest of its folder's path below its
+    root, so every checkout of a library, wherever it lives, gives the same ids. Letter case
+    counts (``PDF/`` and ``pdf/`` are two skills); renaming or moving the folder inside the root
+    changes the id. With ``root`` the digest names the root's folder too: the id of a skill
+    whose relative path an earlier root already holds.
+
+    >>> path_id("anthropics__skills/skills/mcp-builder")
+    'sk-...'
+    """
+    key = relative if root is None else f"{root.resolve().name}\0{relative}"
+    return "sk-" + content_hash(key.encode())[:20]

@@ -42,15 +42,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _neo4j_outcomes: dict[str, str] = {}
+_browser_outcomes: dict[str, str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "neo4j" in report.keywords and (report.when == "call" or report.skipped):
         _neo4j_outcomes[report.nodeid] = report.outcome
+    if "browser" in report.keywords and (report.when == "call" or report.skipped):
+        _browser_outcomes[report.nodeid] = report.outcome
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """With SKILLGROVE_REQUIRE_NEO4J=1 (the test command sets it), skipped Neo4j tests fail."""
+    """With SKILLGROVE_REQUIRE_NEO4J=1 (the test command sets it), skipped Neo4j tests fail;
+    with SKILLGROVE_REQUIRE_BROWSER=1, skipped browser (studio) tests do."""
+    _require_browser(session, exitstatus)
     if os.environ.get("SKILLGROVE_REQUIRE_NEO4J") != "1" or exitstatus not in (0, 5):
         return
     passed = sum(1 for outcome in _neo4j_outcomes.values() if outcome == "passed")
@@ -60,6 +65,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"FAILED: Neo4j tests must run: {passed} passed, "
                                 f"{len(skipped)} skipped", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _require_browser(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("SKILLGROVE_REQUIRE_BROWSER") != "1" or exitstatus not in (0, 5):
+        return
+    passed = sum(1 for outcome in _browser_outcomes.values() if outcome == "passed")
+    skipped = [node for node, outcome in _browser_outcomes.items() if outcome == "skipped"]
+    if skipped or passed == 0:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"FAILED: browser tests must run: {passed} passed, "
+                                f"{len(skipped)} skipped "
+                                "(is /usr/bin/chromium installed? .ci/setup installs it)",
+                                red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

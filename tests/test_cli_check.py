@@ -110,6 +110,6 @@ def test_a_comparison_that_is_never_true_is_a_warning_with_its_fix(tmp_path: Pat
     assert (f"{path}:11:13: warning: steps[1].if: steps.check.outputs.valid == 'true' is never "
             "true: steps.check.outputs.valid is a boolean and 'true' is a string (compare with "
             "true, not 'true') [never-equal]") in text.splitlines()
-    assert "3 group files: 3 valid" in text and "0 errors, 1 warnings" in text
+    assert "3 group files: 3 valid" in text and "0 errors, 1 warning" in text
     quiet_code, quiet = run(["check", str(root), "--quiet"])
     assert quiet_code == 0 and "never-equal" not in quiet

@@ -27,6 +27,12 @@ def test_every_real_skill_file_is_processed() -> None:
     assert warnings["description-too-long"] == 2
     assert warnings["duplicate-name"] == 14  # the same skill copied into two repositories
     assert len(catalog.active) == len(catalog.skills) - 14
+    # Anthropic's own skills answer for their names, not the copies in ComposioHQ's collection.
+    copied = [s for s in catalog.shadowed if s.winner.root == CORPUS
+              and s.hidden.relative_path.startswith("ComposioHQ__")]
+    assert len(copied) == 9
+    assert all(s.winner.relative_path.startswith("anthropics__skills/") for s in copied)
+    assert len({s.id for s in catalog.skills}) == 1313
 
 
 def test_check_cli_on_the_corpus() -> None:

@@ -247,3 +247,64 @@ def test_a_composed_toolbox_can_be_planned_run_and_saved(library: Path, tmp_path
     saved = library / "groups" / f"{composed.group.id}.yaml"
     saved.write_text(composed.text)
     assert composed.group.id in engine.check().groups
+
+
+def test_run_statistics_stay_with_the_library_they_came_from(tmp_path: Path) -> None:
+    """Two libraries indexed into one folder share its run log; each index mines only the runs
+    of its own library (a run recorded before runs named their library counts for a library
+    that has its group)."""
+    import shutil
+    from dataclasses import replace
+
+    first = tmp_path / "first"
+    path = write_skill(first / "skills", "emit", """
+        ---
+        name: emit
+        description: emit a count
+        entrypoint: {python: "main.py:run"}
+        outputs:
+          properties:
+            count: {type: integer}
+        ---
+        Emits a count.
+        """)
+    (path.parent / "main.py").write_text("def run():\n    return {'count': 3}\n")
+    write_group(first, "emit.yaml", """
+        id: emit-twice
+        description: Emit, then emit again.
+        examples: [emit twice]
+        steps:
+          - {id: a, skill: emit}
+          - {id: b, skill: emit, needs: [a]}
+        """)
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    index = tmp_path / "index"
+    record = Skillgrove([first], index=index).run("emit-twice")
+    assert record.status == "success"
+    stored = Skillgrove([first], index=index).get_run(record.id)
+    assert stored.library == str(first.resolve())
+    assert [r["id"] for r in Skillgrove([first], index=index)._recorded_runs()] == [record.id]
+    other = Skillgrove([second], index=index)
+    assert other._recorded_runs() == []
+    other.run_log.record(replace(stored, id="legacy", library=None))
+    assert [r["id"] for r in other._recorded_runs()] == ["legacy"]
+
+
+def test_index_warns_about_skills_retrieval_cannot_tell_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from skillgrove.runtime.cli import main
+
+    root = copy_fixture_library(tmp_path / "lib")
+    original = (root / "skills" / "summarize-text" / "SKILL.md").read_text(encoding="utf-8")
+    write_skill(root / "skills", "summarize_text", original.replace(
+        "name: summarize-text", "name: summarize_text"))
+    engine = Skillgrove([root], index=tmp_path / "index")
+    engine.index()
+    (found,) = engine.look_alike_skills()
+    assert found.rule == "look-alike-skills" and found.hint
+    assert {"'summarize-text'", "'summarize_text'"} <= set(found.message.split())
+    engine.close()
+    assert main(["index", "--library", str(root), "--index", str(tmp_path / "index")]) == 0
+    captured = capsys.readouterr()
+    assert "[look-alike-skills]" in captured.err and "look-alike" not in captured.out

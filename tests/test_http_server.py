@@ -472,7 +472,11 @@ def test_openapi_describes_the_bodies_and_the_error_shape(client: httpx.Client) 
             "/v1/skills/{name}", "/v1/skills/{name}/files/{file_path}",
             "/v1/skills/{name}/runs", "/v1/groups", "/v1/groups/{group_id}",
             "/v1/groups/{group_id}/plan", "/v1/groups/{group_id}/runs", "/v1/runs",
-            "/v1/runs/{run_id}"} == set(spec["paths"])
+            "/v1/runs/{run_id}",
+            # authoring (skillgrove studio uses these; tests/test_studio_api.py)
+            "/v1/groups/check", "/v1/groups/files", "/v1/groups/{group_id}/source",
+            "/v1/skills/{name}/impact", "/v1/drafts", "/v1/drafts/{draft_id}",
+            "/v1/drafts/{draft_id}/approve"} == set(spec["paths"])
     search = spec["paths"]["/v1/search"]["post"]
     body_ref = search["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     body = spec["components"]["schemas"][body_ref.rsplit("/", 1)[1]]

@@ -222,7 +222,8 @@ def test_runs_calling_the_same_skills_in_different_orders_mine_a_valid_dag(
 
 def test_duplicate_skill_names_with_co_use_history_search_without_error(
         tmp_path: Path, encoder) -> None:  # type: ignore[no-untyped-def]
-    """Two roots hold a skill of the same name; history co-uses the shadowed one's id."""
+    """Two roots hold a skill of the same name; history co-uses the shadowed one's id, which is
+    indexed too (under its own id)."""
     from skillgrove.graph.embedded import EmbeddedStore
     from skillgrove.graph.indexer import index_library
     from skillgrove.graph.retrieval import Retriever
@@ -243,10 +244,16 @@ def test_duplicate_skill_names_with_co_use_history_search_without_error(
                   co_use={("second-format-date", "first-parse-date"): 3.0,
                           ("first-format-date", "first-parse-date"): 2.0})
     ids = {n.id for n in store.nodes()}
+    assert {"second-format-date", "second-parse-date"} <= ids
     assert all(e.src in ids and e.dst in ids for e in store.edges())
     toolbox = Retriever(store, encoder).search("format a date")
-    assert toolbox.skills and toolbox.skills[0].name == "format-date"
-    assert [s.name for s in toolbox.suggestions] == ["parse-date"]
+    assert toolbox.skills and toolbox.skills[0].id == "first-format-date"
+    ranked = [s.id for s in toolbox.skills]
+    suggested = [s.id for s in toolbox.suggestions]
+    # The co-used companion is offered once: ranked already, so not repeated as a suggestion.
+    assert "first-parse-date" in ranked + suggested
+    assert not set(suggested) & {s.id for s in toolbox.skills
+                                 if s.score >= 0.5 * toolbox.skills[0].score}
 
 
 def test_a_draft_binds_the_inputs_its_skills_declare(tmp_path: Path) -> None:

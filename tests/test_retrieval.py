@@ -329,3 +329,23 @@ def test_index_learns_quality_and_co_use_from_the_run_log(tmp_path: Path) -> Non
                  "the team", "--index", str(index)], out) == 0
     assert "demoted" in out.getvalue()
     assert "selected 3 times, never succeeded" in out.getvalue()
+
+
+def test_suggestions_are_companions_never_substitutes_or_repeats(
+        indexed: tuple[Path, EmbeddedStore], encoder: CachedEncoder) -> None:
+    """"Usually used with" follows co-use, FLOWS_TO and shared groups; a SIMILAR_TO neighbour
+    is an alternative to the skill, and a skill the answer already ranks well is not news."""
+    from skillgrove.graph.model import EdgeKind
+
+    _, store = indexed
+    for request in ("plot the values 3, 5 and 8 as a PNG bar chart",
+                    "translate this paragraph into German", "summarize this text"):
+        toolbox = Retriever(store, encoder).search(request)
+        best = toolbox.skills[0].score
+        offered = {s.id for s in toolbox.skills if s.score >= 0.5 * best} | set(toolbox.selected)
+        for suggestion in toolbox.suggestions:
+            assert suggestion.id not in offered, (request, suggestion)
+            assert "similar to" not in suggestion.reason
+            kinds = {edge.kind for anchor in toolbox.selected
+                     for edge, other in store.neighbors(anchor) if other.id == suggestion.id}
+            assert kinds - {EdgeKind.SIMILAR_TO} or not kinds, (request, suggestion)

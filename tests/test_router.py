@@ -148,3 +148,38 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
         Retriever(store, _NoEncoder(),  # type: ignore[arg-type]
                   replace(fast_config, group_threshold=0.35)).search(request)
     store.close()
+
+
+def test_a_reindex_with_the_same_groups_reuses_the_stored_router(
+        encoder: CachedEncoder, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Fitting is the slow part of re-indexing many groups; equal inputs give an equal router,
+    so it is fitted again only when a group's text, examples or vectors change."""
+    import shutil
+
+    from skillgrove.graph.indexer import ROUTER_INPUT_KEY
+
+    root = tmp_path / "library"
+    shutil.copytree(FIXTURES / "library", root)
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    fits: list[int] = []
+    original = GroupRouter.fit.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        fits.append(1)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(GroupRouter, "fit", classmethod(counting))
+    index_library(load_library([root], LoadOptions()), store, encoder)
+    first = (store.get_meta(ROUTER_KEY), store.get_meta(ROUTER_INPUT_KEY))
+    assert fits == [1] and first[0]
+    index_library(load_library([root], LoadOptions()), store, encoder)
+    assert fits == [1]
+    assert (store.get_meta(ROUTER_KEY), store.get_meta(ROUTER_INPUT_KEY)) == first
+    group_file = next((root / "groups").glob("*.yaml"))
+    text = group_file.read_text(encoding="utf-8")
+    group_file.write_text(text.replace("examples:\n", "examples:\n  - a brand new way to ask\n", 1),
+                          encoding="utf-8")
+    index_library(load_library([root], LoadOptions()), store, encoder)
+    assert fits == [1, 1]
+    assert store.get_meta(ROUTER_INPUT_KEY) != first[1]
+    store.close()

@@ -269,6 +269,62 @@ def test_neighbors_in_both_directions(store: GraphStore) -> None:
     assert store.neighbors("nope") == []
 
 
+# -- batched reads ----------------------------------------------------------------------------
+
+def test_nodes_and_vectors_by_id_read_many_at_once(store: GraphStore) -> None:
+    store.sync(NODES, VECTORS, EDGES)
+    ids = ["group:kpi", "sk-weekly", "nope", "sk-pdf", "sk-weekly"]
+    found = store.nodes_by_id(ids)
+    assert list(found) == ["group:kpi", "sk-weekly", "sk-pdf"]  # in order, unknown left out
+    assert_same_nodes(list(found.values()),
+                      [n for n in NODES if n.id in ("group:kpi", "sk-weekly", "sk-pdf")])
+    assert all(found[i] == store.node(i) and found[i].data == store.node(i).data  # type: ignore[union-attr]
+               for i in found)
+    vectors = store.vectors(ids)
+    assert list(vectors) == ["group:kpi", "sk-weekly", "sk-pdf"]
+    for node_id, vector in vectors.items():
+        assert vector.dtype == np.float32
+        assert np.array_equal(vector, VECTORS[node_id])
+    assert store.nodes_by_id([]) == {} and store.vectors(["nope"]) == {}
+
+
+def test_neighbors_of_many_nodes_equal_one_at_a_time(store: GraphStore) -> None:
+    store.sync(NODES, VECTORS, EDGES)
+    ids = ["sk-pdf", "group:kpi", "sk-translate", "nope", "sk-chart"]
+
+    def as_rows(pairs: Sequence[tuple[Edge, NodeRecord]]) -> list[tuple[Any, ...]]:
+        return [(*e.key, e.weight, dict(e.props), other.id, other.name, dict(other.data))
+                for e, other in pairs]
+
+    for kinds in (None, [EdgeKind.FLOWS_TO], [EdgeKind.SIMILAR_TO, EdgeKind.CO_USED], []):
+        many = store.neighbors_of(ids, kinds)
+        assert list(many) == ids, kinds  # every id a key, in order
+        for node_id in ids:
+            assert as_rows(many[node_id]) == as_rows(store.neighbors(node_id, kinds)), (
+                node_id, kinds)
+    assert store.neighbors_of(ids)["sk-translate"] == [] == store.neighbors_of(ids)["nope"]
+    assert store.neighbors_of([]) == {}
+
+
+def test_searches_of_several_kinds_equal_one_kind_at_a_time(store: GraphStore) -> None:
+    store.sync(NODES, VECTORS, EDGES)
+    for query in ("email the report to my team", "周报", "weekly kpi chart", "", "zebra"):
+        limits = {NodeKind.SKILL: 3, NodeKind.GROUP: 2, NodeKind.EXAMPLE: 5}
+        lexical = store.text_searches(query, limits)
+        assert list(lexical) == list(limits)
+        for kind, k in limits.items():
+            assert lexical[kind] == store.text_search(kind, query, k), (query, kind)
+    vector = VECTORS["sk-chart"] * 0.9 + VECTORS["group:kpi"] * 0.1
+    limits = {NodeKind.GROUP: 1, NodeKind.SKILL: 4, NodeKind.EXAMPLE: 3}
+    dense = store.vector_searches(vector, limits)
+    assert list(dense) == list(limits)
+    for kind, k in limits.items():
+        mine, one = dense[kind], store.vector_search(kind, vector, k)
+        assert [i for i, _ in mine] == [i for i, _ in one]
+        assert [s for _, s in mine] == pytest.approx([s for _, s in one], abs=1e-6)
+    assert dense[NodeKind.SKILL][0][0] == "sk-chart" and dense[NodeKind.EXAMPLE] == []
+
+
 # -- searching --------------------------------------------------------------------------------
 
 def test_vector_search_returns_cosines_best_first(store: GraphStore) -> None:

@@ -1,0 +1,136 @@
+// The group being edited is a plain JSON document, the same shape as the group file. These
+// helpers read it (steps, types, references) and turn a change into the server's edits.
+import dagre from "@dagrejs/dagre";
+
+export const NODE_WIDTH = 250;
+
+// Wide enough for a handle per input and output, about 64 px each.
+export function nodeWidth(ports) {
+  return Math.max(NODE_WIDTH, 64 * ports);
+}
+
+export function clone(value) {
+  return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+}
+
+export function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function equal(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function join(path, part) {
+  return typeof part === "number" ? `${path}[${part}]` : path ? `${path}.${part}` : part;
+}
+
+// Structured edits (set / delete / append) that turn `before` into `after`; the server applies
+// them to the file so that what they do not touch keeps its comments and layout.
+export function diffEdits(before, after, path = "", out = []) {
+  if (equal(before, after)) return out;
+  if (isObject(before) && isObject(after)) {
+    for (const key of Object.keys(before)) {
+      if (!(key in after)) out.push({ op: "delete", path: join(path, key) });
+    }
+    for (const key of Object.keys(after)) {
+      if (!(key in before)) out.push({ op: "set", path: join(path, key), value: after[key] });
+      else diffEdits(before[key], after[key], join(path, key), out);
+    }
+    return out;
+  }
+  if (Array.isArray(before) && Array.isArray(after) && path) {
+    const shared = Math.min(before.length, after.length);
+    for (let i = 0; i < shared; i++) diffEdits(before[i], after[i], join(path, i), out);
+    for (let i = shared; i < after.length; i++) out.push({ op: "append", path, value: after[i] });
+    for (let i = before.length - 1; i >= after.length; i--) out.push({ op: "delete", path: join(path, i) });
+    return out;
+  }
+  if (!path) return [{ op: "set", path: "steps", value: after.steps }];
+  out.push({ op: "set", path, value: after });
+  return out;
+}
+
+export function stepsOf(doc) {
+  return Array.isArray(doc && doc.steps) ? doc.steps.filter(isObject) : [];
+}
+
+export function properties(schema) {
+  return isObject(schema) && isObject(schema.properties) ? schema.properties : {};
+}
+
+export function typeName(schema) {
+  if (!isObject(schema)) return null;
+  if (typeof schema.type === "string") return schema.type;
+  if (Array.isArray(schema.type)) return schema.type.join(" | ");
+  return null;
+}
+
+export function compatible(actual, expected) {
+  if (!actual || !expected) return true;
+  const wanted = expected.split(" | ");
+  return wanted.includes(actual) || (actual === "integer" && wanted.includes("number"));
+}
+
+// The contract of a step's target: {inputs: {name: schema}, required: [...], outputs: {...}}.
+export function contract(step, skills, groups) {
+  if (step.skill) {
+    const skill = skills[step.skill];
+    if (!skill) return { inputs: {}, required: [], outputs: {}, known: false };
+    return {
+      inputs: properties(skill.input_schema),
+      required: (skill.input_schema && skill.input_schema.required) || [],
+      outputs: properties(skill.output_schema),
+      known: true,
+    };
+  }
+  if (step.group) {
+    const group = groups[step.group];
+    if (!group) return { inputs: {}, required: [], outputs: {}, known: false };
+    const outputs = {};
+    for (const name of group.outputs || []) outputs[name] = {};
+    return {
+      inputs: properties(group.input_schema),
+      required: (group.input_schema && group.input_schema.required) || [],
+      outputs,
+      known: true,
+    };
+  }
+  return { inputs: {}, required: [], outputs: {}, known: false };
+}
+
+export function reference(stepId, output) {
+  return `\${{ steps.${stepId}.outputs.${output} }}`;
+}
+
+export function newStepId(doc, name) {
+  const stem = name.replace(/[^A-Za-z0-9_]+/g, "_").replace(/^_+|_+$/g, "") || "step";
+  const taken = new Set(stepsOf(doc).map((s) => s.id));
+  if (!taken.has(stem)) return stem;
+  for (let n = 2; ; n++) if (!taken.has(`${stem}_${n}`)) return `${stem}_${n}`;
+}
+
+export function needsOf(step) {
+  if (Array.isArray(step.needs)) return step.needs.filter((n) => typeof n === "string");
+  return typeof step.needs === "string" ? [step.needs] : [];
+}
+
+// Top to bottom, parallel steps side by side (dagre), each node as tall as its handles need.
+export function layout(doc, widthOf = () => NODE_WIDTH) {
+  const graph = new dagre.graphlib.Graph();
+  graph.setGraph({ rankdir: "TB", nodesep: 40, ranksep: 70, marginx: 20, marginy: 20 });
+  graph.setDefaultEdgeLabel(() => ({}));
+  const steps = stepsOf(doc);
+  const ids = new Set(steps.map((s) => s.id));
+  for (const step of steps) graph.setNode(String(step.id), { width: widthOf(step), height: 120 });
+  for (const step of steps) {
+    for (const need of needsOf(step)) if (ids.has(need)) graph.setEdge(need, String(step.id));
+  }
+  dagre.layout(graph);
+  const positions = {};
+  for (const step of steps) {
+    const node = graph.node(String(step.id));
+    positions[step.id] = { x: node.x - widthOf(step) / 2, y: node.y - 60 };
+  }
+  return positions;
+}

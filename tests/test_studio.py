@@ -1,0 +1,445 @@
+"""skillgrove studio in a real browser: Debian's chromium driven by Playwright, against a real
+``skillgrove serve http`` process on a copy of the bundled library.
+
+What a business user does, with mouse and keyboard: build a three-step group from the palette
+by dragging and connecting, see a type mismatch and an unknown reference at the node they
+concern, fix them and save (the file equals ``fixtures/studio/pdf-digest.yaml`` and passes
+``skillgrove check``); change one field of a hand-written, commented group file (only that line
+changes); run a group with side effects after confirming, each step going running -> success.
+The main views are saved as screenshots under ``docs/studio/`` when
+``SKILLGROVE_SCREENSHOTS=docs/studio`` is set. An axe-core audit of each view
+finds nothing critical, and every control is reachable with the Tab key.
+
+Playwright never downloads a browser here: it launches ``/usr/bin/chromium`` (``.ci/setup``
+installs it). The tests are marked ``browser``; ``.ci/run`` fails when they were skipped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrove.runtime.paths import bundled_library
+from tests.test_http_server import Server, _wait_for, free_port, stop_server
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path(os.environ.get("SKILLGROVE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "studio"
+AXE = FIXTURES / "axe.min.js"
+SHOTS = Path(os.environ["SKILLGROVE_SCREENSHOTS"]) if os.environ.get("SKILLGROVE_SCREENSHOTS") \
+    else None
+"""Where the screenshots go: ``SKILLGROVE_SCREENSHOTS=docs/studio`` refreshes the committed
+ones; without it they are taken (the views must render) and thrown away."""
+REPORT = str(bundled_library() / "samples" / "quarterly_report.pdf")
+HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+HOSTILE_GROUP = f"""id: hostile-text
+description: '{HOSTILE}'
+examples: [shows markup as text]
+steps:
+  - id: stats
+    skill: text-statistics
+    with:
+      text: '{HOSTILE}'
+"""
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("studio") / "library"
+    shutil.copytree(bundled_library(), root)
+    shutil.copy(FIXTURES / "annotated.yaml", root / "groups" / "annotated.yaml")
+    (root / "groups" / "hostile-text.yaml").write_text(HOSTILE_GROUP, encoding="utf-8")
+    (root / "groups" / "drafts").mkdir()
+    shutil.copy(FIXTURES / "pdf-word-count.yaml", root / "groups" / "drafts")  # as suggested
+    return root
+
+
+def start(library: Path, folder: Path, *extra: str, ready: bool = True) -> Server:
+    """``skillgrove serve http`` on ``library``, as a user starts it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {**os.environ, "SKILLGROVE_OUTBOX": str(folder / "outbox"), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("SKILLGROVE_TOKEN", None)
+    log = folder / "server.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "http", str(library),
+             "--index", str(folder / "index"), "--port", str(port), *extra],
+            cwd=folder, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    running = Server(f"http://127.0.0.1:{port}", process, log, folder / "index",
+                     folder / "outbox")
+    try:
+        _wait_for(running, "/healthz")
+        if ready:
+            _wait_for(running, "/readyz", timeout=240)
+    except BaseException:
+        stop_server(running)
+        raise
+    return running
+
+
+@pytest.fixture(scope="module")
+def server(library: Path) -> Iterator[Server]:
+    running = start(library, library.parent)
+    yield running
+    stop_server(running)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no {CHROMIUM}: .ci/setup installs Debian's chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    # bypass_csp only so that the test can add axe-core to the page; the studio itself runs
+    # under its own Content-Security-Policy.
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda exc: problems.append(str(exc)))
+    opened.goto(f"{server.url}/studio/")
+    opened.get_by_role("button", name="report-analysis", exact=True).wait_for()
+    yield opened
+    context.close()
+    assert problems == [], problems
+
+
+def shot(page: Any, name: str) -> None:
+    if SHOTS is None:
+        page.screenshot()
+        return
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def audit(page: Any) -> list[dict[str, Any]]:
+    """axe-core's violations on the page as it is now."""
+    page.add_script_tag(path=str(AXE))
+    result: dict[str, Any] = page.evaluate("""async () => await axe.run(document, {
+        resultTypes: ['violations'], rules: {'color-contrast': {enabled: true}}})""")
+    violations: list[dict[str, Any]] = result["violations"]
+    return violations
+
+
+def assert_accessible(page: Any) -> None:
+    violations = audit(page)
+    critical = [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+                for v in violations if v["impact"] == "critical"]
+    assert critical == []
+    # Every control has a name a screen reader can say, and none is kept out of the tab order.
+    unnamed = page.evaluate("""() => [...document.querySelectorAll(
+            'button, input, select, textarea, a[href]')]
+        .filter(e => !e.disabled && e.offsetParent !== null)
+        .filter(e => e.tabIndex < 0 || !(e.labels && e.labels.length || e.getAttribute('aria-label')
+                     || e.getAttribute('aria-labelledby') || e.textContent.trim()))
+        .map(e => e.outerHTML.slice(0, 120))""")
+    assert unnamed == []
+
+
+def tab_reaches(page: Any, selector: str, limit: int = 400) -> bool:
+    """Whether pressing Tab from the top of the page reaches the element."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => document.activeElement === document.querySelector(s)",
+                         selector):
+            return True
+    return False
+
+
+def drag_skill(page: Any, skill: str) -> None:
+    page.get_by_test_id(f"palette-{skill}").drag_to(page.get_by_test_id("canvas"))
+
+
+def steady_box(page: Any, test_id: str) -> dict[str, float]:
+    """The element's box once the canvas stopped moving (it re-fits after each change)."""
+    box = None
+    for _ in range(50):
+        page.wait_for_timeout(150)
+        now = page.get_by_test_id(test_id).bounding_box()
+        if now is not None and now == box:
+            return now
+        box = now
+    raise AssertionError(f"{test_id} kept moving")
+
+
+def connect(page: Any, output: str, input_: str, *, expect_hint: str | None = None) -> None:
+    """Drag from an output handle to an input handle with the mouse."""
+    source = steady_box(page, output)
+    target = steady_box(page, input_)
+    page.mouse.move(source["x"] + source["width"] / 2, source["y"] + source["height"] / 2)
+    page.mouse.down()
+    x, y = target["x"] + target["width"] / 2, target["y"] + target["height"] / 2
+    page.mouse.move(x - 30, y - 30, steps=8)
+    page.mouse.move(x, y, steps=8)
+    if expect_hint is not None:
+        hint = page.get_by_test_id("connection-hint")
+        hint.wait_for()
+        assert expect_hint in hint.inner_text()
+        shot(page, "connect-mismatch")
+    page.mouse.up()
+
+
+def select_step(page: Any, step: str) -> None:
+    page.get_by_test_id(f"node-{step}").locator(".step-title").click()
+    page.get_by_role("heading", name=f"Step {step}").wait_for()
+
+
+def wait_node_error(page: Any, step: str, text: str) -> None:
+    """Wait until the node of ``step`` shows an error with ``text`` in it."""
+    page.get_by_test_id(f"diags-{step}").filter(has_text=text).wait_for()
+
+
+def wait_valid(page: Any) -> None:
+    page.get_by_test_id("check-status").filter(has_text="valid").wait_for()
+
+
+# -- the library ------------------------------------------------------------------------------
+
+
+def test_the_library_shows_groups_skills_and_search(page: Any) -> None:
+    groups = page.get_by_role("region", name="Groups").get_by_role("table")
+    assert "report-analysis" in groups.inner_text() and "valid" in groups.inner_text()
+    skills = page.get_by_role("region", name="Skills").get_by_role("table").inner_text()
+    assert "pdf-to-text" in skills and "path, max_pages, password" in skills
+    page.get_by_label("Request", exact=True).fill("summarize the quarterly report PDF and email the key "
+                                      "numbers to my team")
+    page.keyboard.press("Enter")
+    assert "report-analysis" in page.get_by_test_id("search-result").inner_text()
+    page.get_by_role("button", name="Which groups use pdf-to-text?").click()
+    uses = page.get_by_test_id("impact-pdf-to-text")
+    uses.get_by_role("button", name="report-analysis").wait_for()
+    assert "annotated-digest" in uses.inner_text()
+    shot(page, "library")
+    assert_accessible(page)
+    assert tab_reaches(page, "#search")
+    assert tab_reaches(page, "header nav button:nth-of-type(3)")  # New group
+
+
+def test_markup_from_the_library_is_shown_as_text(page: Any) -> None:
+    row = page.get_by_role("row").filter(has_text="hostile-text")
+    assert HOSTILE in row.inner_text()
+    page.get_by_role("button", name="hostile-text", exact=True).click()
+    page.get_by_test_id("node-stats").wait_for()
+    assert page.get_by_label("description", exact=True).input_value() == HOSTILE
+    assert page.evaluate("() => window.pwned") is None
+    assert page.locator("img[src=x]").count() == 0
+
+
+# -- building a group by hand -----------------------------------------------------------------
+
+
+def test_build_a_three_step_group_by_dragging_and_connecting(page: Any, library: Path) -> None:
+    page.get_by_role("button", name="New group").click()
+    page.get_by_label("id", exact=True).fill("pdf-digest")
+    page.get_by_label("File name", exact=True).fill("pdf-digest.yaml")
+    page.get_by_label("name", exact=True).fill("PDF digest")
+    page.get_by_label("description", exact=True).fill("Read a PDF, count its words and summarize it.")
+    page.get_by_label("examples (one request a line)", exact=True).fill("count the words of this PDF")
+    page.get_by_label("New input name", exact=True).fill("pdf_path")
+    page.get_by_role("button", name="Add input").click()
+
+    drag_skill(page, "pdf-to-text")
+    page.get_by_label("path (required): string", exact=True).fill("${{ inputs.pdf_path }}")
+    drag_skill(page, "text-statistics")
+    drag_skill(page, "summarize-text")
+    for step in ("pdf_to_text", "text_statistics", "summarize_text"):
+        page.get_by_test_id(f"node-{step}").wait_for()
+
+    # pages (an integer) into text (a string): flagged while dragging, then at the node
+    connect(page, "out-pdf_to_text-pages", "in-text_statistics-text",
+            expect_hint="Type mismatch: pages is integer, text_statistics.text expects string")
+    wait_node_error(page, "text_statistics",
+                    "expects string but 'steps.pdf_to_text.outputs.pages' is integer")
+    # a reference to a step that does not exist, typed by hand
+    select_step(page, "summarize_text")
+    page.get_by_label("text (required): string", exact=True).fill("${{ steps.pdf_reader.outputs.text }}")
+    wait_node_error(page, "summarize_text", "unknown step 'pdf_reader'")
+    assert "unknown step 'pdf_reader'" in page.locator(".panel").inner_text()
+    shot(page, "canvas-errors")
+    assert_accessible(page)
+
+    connect(page, "out-pdf_to_text-text", "in-text_statistics-text")
+    connect(page, "out-pdf_to_text-text", "in-summarize_text-text")
+    select_step(page, "summarize_text")
+    page.get_by_label("max_sentences: integer", exact=True).fill("3")
+    page.get_by_label("retry: max attempts", exact=True).fill("2")
+    page.get_by_label("timeout (e.g. 30s)", exact=True).fill("20s")
+    page.locator(".react-flow__pane").click(position={"x": 8, "y": 8})  # back to the group
+    page.get_by_label("New output name", exact=True).fill("summary")
+    page.get_by_label("Output value", exact=True).select_option(label="summarize_text.summary")
+    page.get_by_role("button", name="Add output").click()
+    wait_valid(page)
+    assert page.get_by_test_id("diags-text_statistics").count() == 0
+    assert page.get_by_test_id("diags-summarize_text").count() == 0
+
+    page.get_by_role("button", name="Save…").click()
+    diff = page.get_by_test_id("diff")
+    diff.wait_for()
+    assert "+++ b/groups/pdf-digest.yaml" in diff.inner_text()
+    shot(page, "save-diff")
+    assert_accessible(page)
+    page.get_by_role("button", name="Write file").click()
+    page.get_by_test_id("message").filter(has_text="Saved groups/pdf-digest.yaml").wait_for()
+    shot(page, "canvas")
+
+    written = (library / "groups" / "pdf-digest.yaml").read_text(encoding="utf-8")
+    assert written == (FIXTURES / "pdf-digest.yaml").read_text(encoding="utf-8")
+    check = subprocess.run([sys.executable, "-m", "skillgrove.runtime.cli", "check",
+                            str(library), "--json"], capture_output=True, text=True,
+                           env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    report = json.loads(check.stdout)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert not [d for d in _diagnostics(report)
+                if "pdf-digest" in str(d.get("path")) and d.get("severity") == "error"]
+
+
+def _diagnostics(report: Any) -> list[dict[str, Any]]:
+    if isinstance(report, dict):
+        found = report.get("diagnostics") or report.get("errors") or []
+        return [d for d in found if isinstance(d, dict)]
+    return []
+
+
+def test_editing_one_field_of_a_commented_file_changes_only_that_line(
+        page: Any, library: Path) -> None:
+    file = library / "groups" / "annotated.yaml"
+    before = file.read_text(encoding="utf-8")
+    page.get_by_role("button", name="annotated-digest").click()
+    page.get_by_test_id("node-summary").wait_for()
+    select_step(page, "summary")
+    field = page.get_by_label("max_sentences: integer", exact=True)
+    field.fill("")
+    field.type("5")
+    wait_valid(page)
+    page.get_by_role("button", name="Save…").click()
+    diff = page.get_by_test_id("diff").inner_text()
+    assert [line for line in diff.splitlines() if line.startswith(("+", "-"))
+            and not line.startswith(("+++", "---"))] == [
+        "-      max_sentences: 2   # short on purpose",
+        "+      max_sentences: 5   # short on purpose"]
+    page.get_by_role("button", name="Write file").click()
+    page.get_by_test_id("message").filter(has_text="Saved groups/annotated.yaml").wait_for()
+    after = file.read_text(encoding="utf-8")
+    changed = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                                     lineterm="", n=0)
+               if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    assert changed == ["-      max_sentences: 2   # short on purpose",
+                       "+      max_sentences: 5   # short on purpose"]
+
+
+# -- trying a group ---------------------------------------------------------------------------
+
+
+def test_run_a_group_with_side_effects_after_confirming(page: Any, server: Server) -> None:
+    page.get_by_role("button", name="report-analysis", exact=True).click()
+    page.get_by_test_id("node-notify").wait_for()
+    page.get_by_label("inputs (JSON)", exact=True).fill(json.dumps({"pdf_path": REPORT}))
+    page.get_by_label("context (JSON)", exact=True).fill(json.dumps({"team_email": "team@larkspur.example",
+                                                         "report_name": "Q3 2024"}))
+    page.get_by_role("button", name="Plan").click()
+    page.get_by_test_id("plan").wait_for()
+    page.get_by_role("button", name="Run", exact=True).click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    assert "email" in dialog.inner_text().lower() or "send" in dialog.inner_text().lower()
+    shot(page, "run-confirm")
+    page.get_by_role("button", name="Run anyway").click()
+    page.get_by_test_id("message").filter(has_text="success").wait_for(timeout=120_000)
+    for step in ("extract_text", "metrics", "summarize", "figures", "notify"):
+        node = page.get_by_test_id(f"node-{step}")
+        assert node.get_attribute("data-history") == "running success", step
+    shot(page, "run")
+    assert_accessible(page)
+    assert tab_reaches(page, ".react-flow__node[data-id=notify]")  # steps: reachable with Tab
+    page.keyboard.press("Enter")  # and chosen with Enter: its properties open
+    page.get_by_role("heading", name="Step notify").wait_for()
+    assert list(server.outbox.glob("*.eml")), "the group's mail went to the outbox"
+
+
+# -- drafts -------------------------------------------------------------------------------------
+
+
+def test_review_a_draft_on_the_canvas_and_approve_it(page: Any, library: Path,
+                                                     server: Server) -> None:
+    row = page.get_by_test_id("draft-pdf-word-count")
+    assert "passes" in row.inner_text() and "pdf-to-text → text-statistics" in row.inner_text()
+    row.scroll_into_view_if_needed()
+    shot(page, "drafts")
+    page.get_by_role("button", name="Edit draft pdf-word-count").click()
+    page.get_by_test_id("node-text_statistics").wait_for()
+    wait_valid(page)
+    page.get_by_role("button", name="Library").click()
+    page.get_by_role("button", name="Approve draft pdf-word-count").click()
+    page.get_by_test_id("message").filter(has_text="Approved: groups/pdf-word-count.yaml").wait_for()
+    assert (library / "groups" / "pdf-word-count.yaml").read_text(encoding="utf-8") == \
+        (FIXTURES / "pdf-word-count.yaml").read_text(encoding="utf-8")
+    assert not (library / "groups" / "drafts" / "pdf-word-count.yaml").exists()
+    page.get_by_role("button", name="Library").click()
+    page.get_by_role("button", name="pdf-word-count", exact=True).wait_for()
+    assert page.get_by_test_id("draft-pdf-word-count").count() == 0
+
+
+# -- the keyboard and the token -----------------------------------------------------------------
+
+
+def test_a_group_can_be_built_and_connected_with_the_keyboard_alone(page: Any) -> None:
+    page.get_by_role("button", name="New group").focus()
+    page.keyboard.press("Enter")
+    for skill in ("pdf-to-text", "summarize-text"):
+        page.get_by_role("button", name=f"Add {skill} to the canvas").focus()
+        page.keyboard.press("Enter")
+        page.get_by_test_id(f"node-{skill.replace('-', '_')}").wait_for()
+    page.get_by_label("Connect text from an output", exact=True).focus()
+    page.keyboard.press("ArrowDown")  # the first output offered: pdf_to_text.text (string)
+    assert page.get_by_label("text (required): string", exact=True).input_value() == \
+        "${{ steps.pdf_to_text.outputs.text }}"
+    page.get_by_role("button", name="Save…").focus()
+    page.keyboard.press("Enter")
+    diff = page.get_by_test_id("diff").inner_text()
+    assert "+    needs: [pdf_to_text]" in diff
+    assert "+      text: ${{ steps.pdf_to_text.outputs.text }}" in diff
+    page.keyboard.press("Escape")
+    page.get_by_test_id("diff").wait_for(state="detached")
+
+
+def test_with_a_token_the_page_loads_and_sends_the_token(browser: Any, library: Path,
+                                                         tmp_path: Path) -> None:
+    token = "studio-s3cret"
+    guarded = start(library, tmp_path / "guarded", "--token", token, "--no-watch", ready=False)
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{guarded.url}/studio/#token={token}")
+        page.get_by_role("button", name="report-analysis", exact=True).wait_for()
+        assert "token" not in page.url  # taken out of the address once read
+        other = browser.new_context().new_page()
+        other.goto(f"{guarded.url}/studio/")
+        other.get_by_label("This server needs its API token", exact=True).fill(token)
+        other.keyboard.press("Enter")
+        other.get_by_role("button", name="report-analysis", exact=True).wait_for()
+        context.close()
+        other.context.close()
+    finally:
+        stop_server(guarded)

@@ -214,7 +214,7 @@ def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_example
         edges = tuple(sorted(kept, key=lambda e: (order.index(e[0]), order.index(e[1]))))
         requests = tuple(dict.fromkeys(r.request for r in support_rows))
         labels = [names.get(m, m) for m in order]
-        group_id = _unique_id("-".join(_slug(label) for label in labels)[:60] or "group",
+        group_id = unique_id("-".join(_slug(label) for label in labels)[:60] or "group",
                               taken)
         described = "; ".join(f"{names.get(m, m)}: {descriptions[m]}" if m in descriptions
                               else names.get(m, m) for m in order)
@@ -271,7 +271,8 @@ def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _unique_id(base: str, used: set[str]) -> str:
+def unique_id(base: str, used: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``... whichever is not in ``used`` (then added to it)."""
     candidate, n = base, 2
     while candidate in used:
         candidate, n = f"{base}-{n}", n + 1
@@ -486,7 +487,7 @@ def draft_to_yaml(draft: DraftGroup, names: Mapping[str, str] | None = None,
     contracts = contracts or {}
     step_ids: dict[str, str] = {}
     for i, member in enumerate(draft.members):
-        step_ids[member] = _unique_id(_step_id(_label(member, names), i), set(step_ids.values()))
+        step_ids[member] = unique_id(_step_id(_label(member, names), i), set(step_ids.values()))
     ancestors = _ancestors(list(draft.edges))
     by_input = {(b.member, b.name): b for b in draft.bindings}
     steps = []

@@ -34,6 +34,7 @@ from skillgrove.graph.learning import (
     draft_to_yaml,
     mine_groups,
     topological_order,
+    unique_id,
 )
 from skillgrove.groups.authoring import member_set
 from skillgrove.groups.library import Library
@@ -267,17 +268,10 @@ def _co_reference_drafts(library: Library, taken: set[str],
         edges = acyclic_edges(votes, votes, order)
         order_t = topological_order(order, edges)
         edges.sort(key=lambda e: (order_t.index(e[0]), order_t.index(e[1])))
-        draft_id = _free_id(f"{order_t[-1]}-with-references", taken)
+        draft_id = unique_id(f"{order_t[-1]}-with-references", taken)
         drafts.append(DraftGroup(draft_id, order_t, tuple(edges), (), 1, ""))
     return drafts
 
-
-def _free_id(base: str, taken: set[str]) -> str:
-    candidate, n = base, 2
-    while candidate in taken:
-        candidate, n = f"{base}-{n}", n + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _reason(library: Library, rows: Sequence[HistoryRow], covered: Mapping[str, int],

@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(studio)
     studio.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; any other needs --token)")
-    studio.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks "
+    studio.add_argument("--port", type=port_number, default=8787, help="port (default 8787; 0 picks "
                         "a free one)")
     studio.add_argument("--token", default=None,
                         help="bearer token the page and clients must send (default "
@@ -443,6 +443,9 @@ def summarize(library: Library) -> dict[str, Any]:
         "shadowed": len(catalog.shadowed),
         "group_files": len(library.group_loads),
         "groups_valid": len(library.groups),
+        "drafts": len(library.drafts),
+        "drafts_valid": sum(1 for g in library.drafts.values()
+                            if not any(d.is_error and d.path == g.path for d in library.errors)),
         "errors": len(library.errors),
         "warnings": len(library.warnings),
     }
@@ -478,7 +481,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         f"\n{plural(summary['skill_files'], 'SKILL.md file')}: {summary['skills_loaded']} loaded "
         f"({summary['skills_unavailable']} unavailable here), {summary['skills_rejected']} rejected"
         + (f" ({rejected})" if rejected else "")
-        + f"; {plural(summary['group_files'], 'group file')}: {summary['groups_valid']} valid\n"
+        + f"; {plural(summary['group_files'], 'group file')}: {summary['groups_valid']} valid"
+        + (f" (drafts in groups/drafts/: {summary['drafts_valid']} valid of {summary['drafts']})"
+           if summary["drafts"] else "") + "\n"
         + (style.error(errors) if summary["errors"] else errors) + ", "
         + (style.warning(warnings) if summary["warnings"] else warnings) + "\n")
     return 1 if library.errors else 0

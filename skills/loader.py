@@ -858,20 +858,27 @@ def risky_pattern(pattern: str) -> bool:
     """Whether a regular expression has a repetition inside a repetition (``(a+)+``,
     ``(a|aa)*``, ``(x*y*)*``): the shapes that can make a match backtrack exponentially.
 
-    The scan is coarse on purpose: it may call a harmless pattern risky (which only means a
-    default is not checked against it), never the reverse for these shapes.
+    A repeated group that starts with a literal none of its inner repetitions can match
+    (``(?:-[a-z0-9]+)*``, ``(\\.\\d+)+``) is not risky: that literal marks where each round
+    starts, so there is one way to split the text. Otherwise the scan is coarse on purpose: it
+    may call a harmless pattern risky (then it is not applied, with a warning), never the
+    reverse for these shapes.
 
     >>> risky_pattern("^(a+)+$"), risky_pattern("^[a-z0-9-]+$")
     (True, False)
+    >>> risky_pattern("^[a-z0-9]+(?:-[a-z0-9]+)*$"), risky_pattern("^(?:[a-z-]+)*$")
+    (False, True)
     """
-    # Each open group records (repeats inside, alternation inside).
-    frames: list[list[bool]] = [[False, False]]
-    last_group: list[bool] | None = None  # the group that just closed, if the last atom is one
+    frames = [_Frame(0)]
+    last_group: _Frame | None = None  # the group that just closed, if the last atom is one
+    last_atom: str | None = None  # the last atom, if it is not a group
     i, n = 0, len(pattern)
     while i < n:
         char = pattern[i]
-        atom_group: list[bool] | None = None
+        atom_group: _Frame | None = None
+        atom = pattern[i]
         if char == "\\":
+            atom = pattern[i : i + 2]
             i += 2
         elif char == "[":
             j = i + 1
@@ -881,31 +888,78 @@ def risky_pattern(pattern: str) -> bool:
                 j += 1
             while j < n and pattern[j] != "]":
                 j += 2 if pattern[j] == "\\" else 1
+            atom = pattern[i : j + 1]
             i = j + 1
         elif char == "(":
-            frames.append([False, False])
             i += 1
+            frames.append(_Frame(i))
         elif char == ")":
             if len(frames) > 1:
                 atom_group = frames.pop()
-                if atom_group[0]:
-                    frames[-1][0] = True
+                atom_group.led = _led_by_separator(pattern, atom_group, i)
+                if atom_group.repeats:
+                    frames[-1].repeats = True
+                    frames[-1].atoms = None  # a repetition inside a group: no simple atom
             i += 1
         elif char == "|":
-            frames[-1][1] = True
+            frames[-1].alternation = True
             i += 1
         elif char in "*+?{":
             repeats, i = _quantifier(pattern, i)
             if repeats:
-                if last_group is not None and (last_group[0] or last_group[1]):
-                    return True
-                frames[-1][0] = True
+                if last_group is not None:
+                    if (last_group.repeats or last_group.alternation) and not last_group.led:
+                        return True
+                    frames[-1].atoms = None
+                elif frames[-1].atoms is not None and last_atom is not None:
+                    frames[-1].atoms.append(last_atom)
+                frames[-1].repeats = True
             last_group = None
+            last_atom = None
             continue
         else:
             i += 1
         last_group = atom_group
+        last_atom = atom if atom_group is None and char != "(" else None
     return False
+
+
+@dataclass
+class _Frame:
+    """An open group of :func:`risky_pattern`: where its body starts and what it holds."""
+
+    start: int
+    repeats: bool = False
+    alternation: bool = False
+    atoms: list[str] | None = field(default_factory=list)
+    """The atoms repeated directly inside (None once a repeated group is among them)."""
+    led: bool = False
+    """Set when it closes: it starts with a literal that none of ``atoms`` can match."""
+
+
+def _led_by_separator(pattern: str, frame: _Frame, end: int) -> bool:
+    if frame.alternation or frame.atoms is None:
+        return False
+    body = pattern[frame.start : end]
+    if body.startswith("?:"):
+        body = body[2:]
+    elif body.startswith("?P<") and ">" in body:
+        body = body[body.index(">") + 1 :]
+    elif body.startswith("?"):
+        return False  # lookarounds, flags, backreferences: not worth the trouble
+    if body[:1] == "\\" and len(body) > 1 and not body[1].isalnum():
+        literal = body[1]
+    elif body[:1] and body[0] not in ".^$*+?{}[]\\|()":
+        literal = body[0]
+    else:
+        return False
+    width = 2 if body[0] == "\\" else 1
+    if body[width : width + 1] in ("*", "+", "?", "{"):
+        return False  # the literal itself is optional or repeated
+    try:
+        return not any(re.fullmatch(atom, literal) for atom in frame.atoms)
+    except re.error:
+        return False
 
 
 def _quantifier(pattern: str, i: int) -> tuple[bool, int]:

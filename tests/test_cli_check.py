@@ -113,3 +113,24 @@ def test_a_comparison_that_is_never_true_is_a_warning_with_its_fix(tmp_path: Pat
     assert "3 group files: 3 valid" in text and "0 errors, 1 warning" in text
     quiet_code, quiet = run(["check", str(root), "--quiet"])
     assert quiet_code == 0 and "never-equal" not in quiet
+
+
+def test_the_summary_counts_drafts_apart(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "lib"
+    shutil.copytree(bundled_library(), root)
+    drafts = root / "groups" / "drafts"
+    drafts.mkdir()
+    (drafts / "copy.yaml").write_text((root / "groups" / "report-analysis.yaml").read_text(
+        encoding="utf-8").replace("id: report-analysis", "id: report-analysis-copy", 1),
+        encoding="utf-8")
+    (drafts / "broken.yaml").write_text("id: broken-draft\ndescription: x\nexamples: [x]\n"
+                                        "steps:\n  - id: a\n    skill: nope\n", encoding="utf-8")
+    out = StringIO()
+    assert main(["check", "--library", str(root)], out) == 1
+    assert "13 group files: 11 valid (drafts in groups/drafts/: 1 valid of 2)" in out.getvalue()
+    out = StringIO()
+    main(["check", "--library", str(root), "--json"], out)
+    summary = json.loads(out.getvalue())["summary"]
+    assert (summary["groups_valid"], summary["drafts"], summary["drafts_valid"]) == (11, 2, 1)

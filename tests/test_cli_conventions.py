@@ -177,6 +177,7 @@ BAD_VALUES = [
      "argument --port: must be from 0 to 65535 (got 70000)"),
     (["serve", "http", "--max-body", "0"], "argument --max-body: must be at least 1 (got 0)"),
     (["serve", "mcp", "--port", "-1"], "argument --port: must be from 0 to 65535 (got -1)"),
+    (["studio", "--port", "99999"], "argument --port: must be from 0 to 65535 (got 99999)"),
 ]
 
 

@@ -510,6 +510,11 @@ def test_group_effects_follow_a_long_chain_of_sub_groups() -> None:
     ("(a{2,})*", True), ("^[a-z0-9-]+$", False), ("^\\d{4}-\\d{2}-\\d{2}$", False),
     ("(ab){2,}", False), ("\\(a+\\)+", False), ("[(]a+[)]+", False), ("(a+)?", False),
     ("(a+){1}", False), ("a{" + "9" * 5000 + "}", False), ("(", False), ("", False),
+    # a repeated group led by a literal its inner repetitions cannot match splits one way only
+    ("^[a-z0-9]+(?:-[a-z0-9]+)*$", False), ("^\\d+(\\.\\d+)*$", False),
+    ("^(?P<part>-[a-z]+)+$", False), ("^(?:[a-z-]+)*$", True), ("^(-[a-z-]+)*$", True),
+    ("^(\\.?\\d+)*$", True), ("^(.a+)*$", True), ("^(-(a|b)+)*$", True), ("((-a+)+)+", True),
+    ("^(?=a+)+", True),
 ])
 def test_risky_patterns(pattern: str, risky: bool) -> None:
     assert risky_pattern(pattern) is risky

@@ -271,7 +271,20 @@ SIMILAR_KEY = "similar_key"
 """Metadata (one per kind) naming the vectors the stored SIMILAR_TO edges were computed from."""
 
 
-def _stored_similar(store: GraphStore) -> SimilarCache:
+def router_text(store: GraphStore, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+                ) -> tuple[str, str]:
+    """The router's text for these nodes ("" without one) and :func:`router_input`: the stored
+    router when it was fitted on the same input (fitting is deterministic), else a new fit."""
+    fitted_on = router_input(nodes, vectors)
+    if store.get_meta(ROUTER_INPUT_KEY) == fitted_on:
+        stored = store.get_meta(ROUTER_KEY)
+        if stored is not None:
+            return stored, fitted_on
+    router = fit_router(nodes, vectors)
+    return (router.to_text() if router is not None else ""), fitted_on
+
+
+def stored_similar(store: GraphStore) -> SimilarCache:
     """Re-indexing unchanged vectors reuses the stored SIMILAR_TO edges instead of the
     all-pairs pass (seconds at 10k skills, minutes at 100k)."""
     def cached(key: str, ids: Sequence[str]) -> list[Edge] | None:
@@ -301,14 +314,8 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs,
-                                        _stored_similar(store))
-    fitted_on = router_input(nodes, vectors)
-    stored = store.get_meta(ROUTER_KEY) if store.get_meta(ROUTER_INPUT_KEY) == fitted_on else None
-    if stored is not None:
-        text = stored  # fitting is deterministic: the same inputs give the same router
-    else:
-        router = fit_router(nodes, vectors)
-        text = router.to_text() if router is not None else ""
+                                        stored_similar(store))
+    text, fitted_on = router_text(store, nodes, vectors)
     router_digest = digest(text) if text else ""
     entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest, ROUTER_INPUT_KEY: fitted_on,
                GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),

@@ -41,46 +41,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-_neo4j_outcomes: dict[str, str] = {}
-_browser_outcomes: dict[str, str] = {}
+_REQUIRED = {"neo4j": ("SKILLGROVE_REQUIRE_NEO4J", "Neo4j tests must run", ""),
+             "browser": ("SKILLGROVE_REQUIRE_BROWSER", "browser tests must run",
+                         " (is /usr/bin/chromium installed? .ci/setup installs it)")}
+"""Marker -> (the variable that makes its tests required, the message, advice)."""
+_outcomes: dict[str, dict[str, str]] = {marker: {} for marker in _REQUIRED}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "neo4j" in report.keywords and (report.when == "call" or report.skipped):
-        _neo4j_outcomes[report.nodeid] = report.outcome
-    if "browser" in report.keywords and (report.when == "call" or report.skipped):
-        _browser_outcomes[report.nodeid] = report.outcome
+    for marker, outcomes in _outcomes.items():
+        if marker in report.keywords and (report.when == "call" or report.skipped):
+            outcomes[report.nodeid] = report.outcome
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With SKILLGROVE_REQUIRE_NEO4J=1 (the test command sets it), skipped Neo4j tests fail;
     with SKILLGROVE_REQUIRE_BROWSER=1, skipped browser (studio) tests do."""
-    _require_browser(session, exitstatus)
-    if os.environ.get("SKILLGROVE_REQUIRE_NEO4J") != "1" or exitstatus not in (0, 5):
-        return
-    passed = sum(1 for outcome in _neo4j_outcomes.values() if outcome == "passed")
-    skipped = [node for node, outcome in _neo4j_outcomes.items() if outcome == "skipped"]
-    if skipped or passed == 0:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"FAILED: Neo4j tests must run: {passed} passed, "
-                                f"{len(skipped)} skipped", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _require_browser(session: pytest.Session, exitstatus: int) -> None:
-    if os.environ.get("SKILLGROVE_REQUIRE_BROWSER") != "1" or exitstatus not in (0, 5):
-        return
-    passed = sum(1 for outcome in _browser_outcomes.values() if outcome == "passed")
-    skipped = [node for node, outcome in _browser_outcomes.items() if outcome == "skipped"]
-    if skipped or passed == 0:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"FAILED: browser tests must run: {passed} passed, "
-                                f"{len(skipped)} skipped "
-                                "(is /usr/bin/chromium installed? .ci/setup installs it)",
-                                red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for marker, (variable, message, advice) in _REQUIRED.items():
+        if os.environ.get(variable) != "1" or exitstatus not in (0, 5):
+            continue
+        outcomes = _outcomes[marker]
+        passed = sum(1 for outcome in outcomes.values() if outcome == "passed")
+        skipped = sum(1 for outcome in outcomes.values() if outcome == "skipped")
+        if skipped or passed == 0:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"FAILED: {message}: {passed} passed, {skipped} skipped"
+                                    f"{advice}", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ followed here.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -104,6 +105,15 @@ class RetrievalConfig:
     when the request's evidence for those skills gains more than this (1 or more: never;
     ``skillgrove bench`` calibrates it on history)."""
     near_miss_min_belief: float = 0.02
+    target_weight: float = 0.0
+    """How much the request's evidence for a group's final steps (the skills no other step
+    waits for: what the group is *for*) counts against the router's belief when it ranks its
+    candidates: each of the router's top ten scores ``log(belief) + target_weight * evidence``.
+    A router fitted on two requests per group mistakes a shared word ("Amazon", "log in")
+    for the task; the final step's own description does not (0: the router alone;
+    ``skillgrove bench`` calibrates it on history)."""
+    target_vector_weight: float = 0.5
+    """The embedding's share of that evidence (the rest is BM25)."""
     single_skill_margin: float = 0.0
     """The best single skill is the answer instead of the chosen group when it scores at least
     the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
@@ -793,6 +803,9 @@ class Retriever:
             ranked.sort(key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(p, 4)) for p, gid in ranked]
             confidence, best_id = ranked[0]
+            targeted = self._by_final_steps(ranked, query, vector, weight)
+            if targeted is not None:
+                confidence, best_id = targeted[0], targeted[1]
             self._fetch_routed([gid for _, gid in ranked], best_id, query, vector, state)
             # Only the chosen group's similarity is needed (for the threshold): its examples
             # are the only ones scored.
@@ -803,6 +816,11 @@ class Retriever:
             fits = self._group_fits(whole, examples, {best_id}, vector, weight)
             best_score, explanation = fits[best_id]
             explanation["router"] = round(confidence, 4)
+            if targeted is not None:
+                explanation["final_step_evidence"] = round(targeted[2], 4)
+                if best_id != ranked[0][1]:
+                    explanation["router_first"] = self._reads.node(  # type: ignore[union-attr]
+                        ranked[0][1]).name
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
         threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
         if best_score < threshold:
@@ -834,6 +852,55 @@ class Retriever:
             return None, (f"group '{record.name}' fits, but its skills are unavailable here: "
                           + "; ".join(unavailable)), candidates
         return _choice(record, best_score, threshold, explanation, context), None, candidates
+
+    def _by_final_steps(self, ranked: Sequence[tuple[float, str]], query: str, vector: Any,
+                        weight: float | None) -> tuple[float, str, float] | None:
+        """(router belief, group id, evidence) of the router candidate that scores best once
+        the request's evidence for each candidate's final steps is weighed in (see
+        ``RetrievalConfig.target_weight``); None when that weight is 0."""
+        cfg = self.config
+        if cfg.target_weight <= 0 or not ranked:
+            return None
+        reads = self._reads
+        finals = {gid: _final_members(reads.node(gid)) for _, gid in ranked}
+        reads.fetch(vectors=[m for ids in finals.values() for m in ids])
+        lexical = dict(reads.text_search(NodeKind.SKILL, query, cfg.candidates))
+        share = cfg.target_vector_weight if weight is None else weight
+        best: tuple[float, float, str, float] | None = None
+        for belief, gid in ranked:
+            evidence = max((self._hybrid_one(m, vector, share, lexical.get(m, 0.0))[0]
+                            for m in finals[gid]), default=0.0)
+            score = weighed_belief(belief, evidence, cfg.target_weight)
+            if best is None or score > best[0] + 1e-12:
+                best = (score, belief, gid, evidence)
+        assert best is not None
+        return best[1], best[2], best[3]
+
+    def final_step_evidence(self, request: str,
+                            ) -> list[tuple[float, tuple[str, ...], list[tuple[float, float]]]]:
+        """For calibration: the router's top ten for ``request`` as (belief, members, the
+        (cosine, lexical) evidence of each final step), so that ``target_weight`` and
+        ``target_vector_weight`` can be tried without searching again."""
+        with self._reading():
+            state = self._refresh()
+            if state.router is None:
+                return []
+            vector = self.encoder.encode([request])[0]
+            reads = self._reads
+            ranked = state.router.top(request, vector, 10)
+            reads.fetch(nodes=[gid for _, gid in ranked])
+            finals = {gid: _final_members(reads.node(gid)) for _, gid in ranked}
+            reads.fetch(vectors=[m for ids in finals.values() for m in ids])
+            lexical = dict(reads.text_search(NodeKind.SKILL, request, self.config.candidates))
+            out = []
+            for belief, gid in ranked:
+                record = reads.node(gid)
+                if record is None:
+                    continue
+                evidence = [self._hybrid_one(m, vector, 1.0, lexical.get(m, 0.0))[1:]
+                            for m in finals[gid]]
+                out.append((belief, tuple(record.data.get("members", ())), evidence))
+            return out
 
     def _examples_of(self, gid: str, query: str, vector: Any, state: _IndexState,
                      weight: float | None) -> dict[str, tuple[float, float, float]]:
@@ -1247,6 +1314,35 @@ def _choice(record: NodeRecord, score: float, threshold: float, explanation: dic
         member_names=tuple(data.get("member_names", ())),
         edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
         missing_inputs=missing, ready=not missing, explanation=explanation)
+
+
+BELIEF_FLOOR = 0.01
+"""The router's belief counts for at least this much when the final steps' evidence is
+weighed against it: its posteriors saturate near 0 and 1 on a few examples per group, and a
+candidate it gives 1e-12 should still win when the request plainly asks for its last step."""
+
+
+def weighed_belief(belief: float, evidence: float, weight: float) -> float:
+    """``log(belief) + weight * evidence``, the belief floored at ``BELIEF_FLOOR``."""
+    return math.log(max(belief, BELIEF_FLOOR)) + weight * evidence
+
+
+def _final_members(group: NodeRecord | None) -> list[str]:
+    """The skill ids of a group's final steps: those no other step needs."""
+    if group is None:
+        return []
+    steps = group.data.get("steps", ())
+    members = list(group.data.get("members", ()))
+    needed = {need for step in steps for need in step.get("needs", ())}
+    out: list[str] = []
+    ids = iter(members)
+    for step in steps:
+        if step.get("kind") != "skill":
+            continue
+        member = next(ids, None)
+        if member is not None and step.get("id") not in needed:
+            out.append(member)
+    return out
 
 
 def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:

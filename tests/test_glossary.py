@@ -1,0 +1,47 @@
+"""English glosses of Chinese text from CC-CEDICT lines (``graph/glossary.py``)."""
+
+from __future__ import annotations
+
+from skillgrove.graph.glossary import english_gloss, glossary, parse
+
+# Lines in CC-CEDICT's format, written for this test.
+LINES = [
+    "# a comment line",
+    "上傳 上传 [shang4 chuan2] /to upload/to transfer (a file) up/",
+    "文件 文件 [wen2 jian4] /document/file/CL:份[fen4]/",
+    "雲端 云端 [yun2 duan1] /high in the clouds/(computing) the cloud/",
+    "長江 长江 [Chang2 jiang1] /Yangtze River/",
+    "長 长 [Chang2] /surname Chang/",
+    "長 长 [chang2] /long/length/",
+    "騰訊 腾讯 [Teng2 xun4] /Tencent, Chinese internet company/",
+    "微信 微信 [Wei1 xin4] /WeChat (messaging service of 騰訊|腾讯[Teng2 xun4])/",
+    "not a dictionary line",
+]
+
+
+def test_words_are_cut_longest_first_and_glossed() -> None:
+    found = parse(iter(LINES))
+    assert list(found.words("上传文件")) == ["上传", "文件"]
+    assert found.gloss("把文件上传到云端") == ("document file upload transfer up high in the clouds the cloud")
+    # A character the dictionary lacks is dropped; Latin text is kept as written.
+    assert found.gloss("用PDF上传") == "PDF upload transfer up"
+
+
+def test_common_readings_come_before_proper_nouns() -> None:
+    found = parse(iter(LINES))
+    assert found.gloss("长") == "long length"  # the surname entry comes first in the file
+    assert found.gloss("长江") == "Yangtze River"
+
+
+def test_references_inside_a_sense_are_dropped_not_the_sense() -> None:
+    found = parse(iter(LINES))
+    assert found.gloss("微信") == "WeChat"
+    assert found.gloss("腾讯") == "Tencent"  # cut at the first comma: the name, not the gloss
+
+
+def test_the_bundled_dictionary() -> None:
+    bundled = glossary()
+    assert bundled is not None and len(bundled) > 100_000
+    gloss = english_gloss("把这个文件上传到云端")
+    assert gloss is not None and "upload" in gloss and "file" in gloss
+    assert english_gloss("upload this file") is None  # nothing to translate

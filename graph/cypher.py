@@ -30,6 +30,7 @@ terms the embedded store's BM25 sees.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections import Counter
@@ -97,11 +98,14 @@ def label(kind: NodeKind) -> str:
 
 def kind_of_labels(labels: Iterable[str]) -> NodeKind | None:
     """The kind of a node from its labels (``None`` for a node that is not ours)."""
-    present = set(labels)
-    for kind in NodeKind:
-        if label(kind) in present:
+    for name in labels:
+        kind = _KIND_OF_LABEL.get(name)
+        if kind is not None:
             return kind
     return None
+
+
+_KIND_OF_LABEL: dict[str, NodeKind] = {}
 
 
 def rel_type(kind: EdgeKind) -> str:
@@ -115,6 +119,9 @@ def _checked_identifier(name: str) -> str:
     if not _IDENTIFIER.match(name):
         raise ValueError(f"refusing to put {name!r} into Cypher: not a plain identifier")
     return name
+
+
+_KIND_OF_LABEL.update({label(kind): kind for kind in NodeKind})
 
 
 def _node_labels(kinds: Sequence[NodeKind] | None) -> list[str]:
@@ -359,8 +366,11 @@ def neighbors_of(ids: Sequence[str], kinds: Sequence[EdgeKind] | None = None) ->
 
 EXHAUSTIVE_VECTOR_SEARCH_UP_TO = 2000
 """Up to this many nodes of a kind, a vector search asks the index for all of them."""
-VECTOR_CANDIDATES = 1000
-"""Beyond that, how many candidates the index explores (at least ``k``)."""
+VECTOR_CANDIDATES = 500
+"""Beyond that, how many candidates the index explores (at least ``k``). On the 10,000-skill
+set of ``bench/neo4j_store.py``: recall@50 0.993 with 500 (0.997 with 1,000, 0.989 with 200),
+the same top-5 skills as the exact embedded store for 30 of 30 requests, and the index query
+about 5 ms of server time against 7.5 ms with 1,000 (measured on a loaded 2-core machine)."""
 
 
 def vector_search(kind: NodeKind, vector: Sequence[float], k: int) -> Statement:
@@ -371,7 +381,7 @@ def vector_search(kind: NodeKind, vector: Sequence[float], k: int) -> Statement:
     top 50 (on the 1,299-skill corpus: recall 0.91; the node itself is missed for one query in
     five at k = 5). So the index is asked for every node of the kind when there are at most
     :data:`EXHAUSTIVE_VECTOR_SEARCH_UP_TO` (exact, and at that size no slower), else for
-    ``max(k, VECTOR_CANDIDATES)`` (recall 0.985 at 10,000 skills), and the best ``k`` are kept.
+    ``max(k, VECTOR_CANDIDATES)`` (recall 0.993 at 10,000 skills), and the best ``k`` are kept.
     Neo4j scores cosine as ``(1 + cos) / 2``; :func:`cosine_from_score` turns it back."""
     return (f"MATCH (n:{label(kind)}) WITH count(n) AS total "
             "WITH CASE WHEN total <= $exhaustive_up_to THEN total "
@@ -400,6 +410,137 @@ def vector_searches(limits: Mapping[NodeKind, int], vector: Sequence[float]) -> 
         params.update({f"index_{i}": vector_index_name(kind), f"k_{i}": k,
                        f"candidates_{i}": max(k, VECTOR_CANDIDATES),
                        f"kind_{i}": _kind_value(kind)})
+    return " UNION ALL ".join(parts), params
+
+
+def nodes_with_vectors(ids: Sequence[str]) -> Statement:
+    """:func:`nodes_by_id` with each node's ``embedding`` (null when it has none): what a
+    hybrid score needs of a candidate, in one read."""
+    parts = [f"MATCH (n:{name}) WHERE n.id IN $ids RETURN {_node_columns('n')}, "
+             "n.embedding AS embedding" for name in _node_labels(None)]
+    return " UNION ALL ".join(parts), {"ids": list(ids)}
+
+
+def _node_map(var: str, *extra: tuple[str, str]) -> str:
+    entries = [("id", f"{var}.id"), ("labels", f"labels({var})"), ("name", f"{var}.name"),
+               ("text", f"{var}.text"), ("content_hash", f"{var}.content_hash"),
+               ("data", f"{var}.data"), *extra]
+    return "{" + ", ".join(f"{key}: {value}" for key, value in entries) + "}"
+
+
+def candidate_reads(ids: Sequence[str], neighbor_ids: Sequence[str]) -> Statement:
+    """:func:`nodes_with_vectors` of ``ids`` and :func:`neighbors_of` ``neighbor_ids`` in one
+    statement: rows of ``part`` ``"node"`` (``row`` a record with its ``embedding``) and
+    ``"neighbor"`` (``of`` the node asked about, ``row`` the edge and the other node, in no
+    particular order)."""
+    parts = [f"MATCH (n:{name}) WHERE n.id IN $ids RETURN 'node' AS part, n.id AS of, "
+             f"{_node_map('n', ('embedding', 'n.embedding'))} AS row"
+             for name in _node_labels(None)] if ids else []
+    if neighbor_ids:
+        find = " UNION ALL ".join(f"MATCH (n:{name}) WHERE n.id IN $neighbor_ids RETURN n"
+                                  for name in _node_labels(None))
+        edge = (("outgoing", "startNode(r) = n"), ("kind", "type(r)"),
+                ("src", "startNode(r).id"), ("dst", "endNode(r).id"), ("group", "r.group"),
+                ("weight", "r.weight"), ("props", "r.props"))
+        parts.append(f"CALL {{ {find} }} MATCH (n)-[r:{_rel_types(None)}]-(m) "
+                     f"WHERE {_any_label('m')} RETURN 'neighbor' AS part, n.id AS of, "
+                     f"{_node_map('m', *edge)} AS row")
+    return " UNION ALL ".join(parts), {"ids": list(ids), "neighbor_ids": list(neighbor_ids)}
+
+
+SYNC_TOKEN_KEY = "skillgrove.sync"
+"""The meta entry every sync rewrites (a fresh random value) in its transaction: while it is
+unchanged, nothing a sync writes has changed, so a reader may keep what it read."""
+
+
+def get_meta_and_token(key: str) -> Statement:
+    """A meta entry and the :data:`SYNC_TOKEN_KEY` in one read (one row, nulls when absent)."""
+    return (f"OPTIONAL MATCH (m:{META_LABEL} {{key: $key}}) "
+            f"OPTIONAL MATCH (t:{META_LABEL} {{key: $token_key}}) "
+            "RETURN m.value AS value, t.value AS token",
+            {"key": key, "token_key": SYNC_TOKEN_KEY})
+
+
+_SEARCH_COLUMNS = ("part", "kind", "total", "statistics", "mean_idf", "terms", "lucene", "hits",
+                   "token")
+
+
+def _search_row(part: str, kind: str, total: str = "null", statistics: str = "null",
+                mean_idf: str = "null", terms: str = "[]", lucene: str = "null",
+                hits: str = "[]", token: str = "null") -> str:
+    values = (f"'{part}'", kind, total, statistics, mean_idf, terms, lucene, hits, token)
+    return "RETURN " + ", ".join(f"{v} AS {c}" for v, c in zip(values, _SEARCH_COLUMNS,
+                                                                  strict=True))
+
+
+def hybrid_searches(text: Sequence[tuple[NodeKind, int]], dense: Mapping[NodeKind, int],
+                    tokens: Sequence[str], vector: Sequence[float] | None) -> Statement:
+    """Every lexical and vector search of one request in one statement: one row per search
+    (``part`` ``"text"`` or ``"vector"``, ``kind`` its :class:`NodeKind` value) and a last
+    row with the :data:`SYNC_TOKEN_KEY` (``part`` ``"token"``).
+
+    ``text`` holds ``(kind, limit)``: each is :func:`fulltext_statistics` and
+    :func:`fulltext_search` at once, the Lucene query of :func:`lucene_query` built in Cypher
+    from the document frequencies it has just counted (each boost written with six decimals,
+    as ``lucene_query`` does: Lucene's syntax has no exponents). Its row carries ``total``, the stored ``statistics`` (JSON),
+    ``mean_idf`` (null for a graph synced before it was stored: then the query is not
+    built), ``terms`` (``{term, df}`` of each held term), ``lucene`` (the query it built)
+    and ``hits`` (``{id, tokens}``);
+    no row when no node holds any term. ``dense`` holds kind -> ``k``: a
+    :func:`vector_search` whose ``hits`` also carry each node's record columns, best first
+    (ties by id), so the caller reads nothing more about them."""
+    counts = Counter(tokens)
+    params: dict[str, Any] = {
+        "terms": [{"term": t, "query": lucene_escape(t), "count": counts[t]}
+                  for t in query_terms(tokens)],
+        "epsilon": BM25_EPSILON, "token_key": SYNC_TOKEN_KEY,
+        "exhaustive_up_to": EXHAUSTIVE_VECTOR_SEARCH_UP_TO}
+    parts: list[str] = []
+    for i, (kind, limit) in enumerate(text):
+        params.update({f"t_index_{i}": fulltext_index_name(kind), f"t_limit_{i}": limit,
+                       f"t_stats_{i}": statistics_key(kind), f"t_kind_{i}": _kind_value(kind)})
+        parts.append(
+            f"MATCH (n:{label(kind)}) WITH count(n) AS total "
+            f"OPTIONAL MATCH (m:{META_LABEL} {{key: $t_stats_{i}}}) "
+            "WITH total, m UNWIND $terms AS term "
+            f"CALL db.index.fulltext.queryNodes($t_index_{i}, term.query) YIELD node "
+            "WITH total, m, term, count(node) AS df "
+            "WITH total, m, term, df, log(total - df + 0.5) - log(df + 0.5) AS okapi "
+            "WITH total, m, term, df, CASE WHEN okapi < 0 THEN $epsilon * m.mean_idf "
+            "ELSE okapi END AS idf "
+            "WITH total, m, term, df, "
+            "idf * term.count / log(1.0 + (total - df + 0.5) / (df + 0.5)) AS boost "
+            "WITH total, m, term, df, boost, toInteger(round(boost * 1000000)) AS micros "
+            "WITH total, m, collect({term: term.term, df: df}) AS terms, "
+            "collect(CASE WHEN boost >= 1e-6 THEN term.query + '^' + toString(micros / 1000000) "
+            "+ '.' + right('00000' + toString(micros % 1000000), 6) END) AS clauses "
+            "WITH total, m, terms, reduce(q = '', c IN clauses | "
+            "CASE q WHEN '' THEN c ELSE q + ' ' + c END) AS lucene "
+            "CALL { WITH lucene WITH lucene WHERE lucene <> '' "
+            f"CALL db.index.fulltext.queryNodes($t_index_{i}, lucene, {{limit: $t_limit_{i}}}) "
+            "YIELD node RETURN collect({id: node.id, tokens: node.tokens}) AS hits } "
+            + _search_row("text", f"$t_kind_{i}", "total", "m.value", "m.mean_idf", "terms",
+                          "lucene", "hits"))
+    if dense:
+        params["vector"] = [float(x) for x in vector or ()]
+    for i, (kind, k) in enumerate(dense.items()):
+        params.update({f"v_index_{i}": vector_index_name(kind), f"v_k_{i}": k,
+                       f"v_candidates_{i}": max(k, VECTOR_CANDIDATES),
+                       f"v_kind_{i}": _kind_value(kind)})
+        columns = ", ".join(f"{column}: {value}" for column, value in (
+            ("id", "node.id"), ("score", "score"), ("labels", "labels(node)"),
+            ("name", "node.name"), ("text", "node.text"),
+            ("content_hash", "node.content_hash"), ("data", "node.data")))
+        parts.append(
+            f"CALL {{ MATCH (n:{label(kind)}) WITH count(n) AS total "
+            "WITH CASE WHEN total <= $exhaustive_up_to THEN total "
+            f"ELSE $v_candidates_{i} END AS candidates WHERE candidates > 0 "
+            f"CALL db.index.vector.queryNodes($v_index_{i}, candidates, $vector) "
+            "YIELD node, score WITH node, score ORDER BY score DESC, node.id "
+            f"LIMIT $v_k_{i} RETURN collect({{{columns}}}) AS hits }} "
+            + _search_row("vector", f"$v_kind_{i}", hits="hits"))
+    parts.append(f"OPTIONAL MATCH (t:{META_LABEL} {{key: $token_key}}) "
+                 + _search_row("token", "null", token="t.value"))
     return " UNION ALL ".join(parts), params
 
 
@@ -598,10 +739,15 @@ def bm25_scores(candidates: Mapping[str, str], tokens: Sequence[str],
     if bound <= 0:
         return []
     scored = []
+    held = [(t, f" {t} ") for t in dict.fromkeys(tokens) if t in idfs]
     for node_id, stored in candidates.items():
-        terms = stored.split(" ") if stored else []
-        counts = Counter(terms)
-        norm = k1 * (1 - b + b * len(terms) / average_length) if average_length else k1
+        # Only the query's terms are counted, by str.count on the stored tokens with every
+        # separator doubled (so neighbouring tokens share none): no list of 100 strings per
+        # candidate, which was most of a search's Python time. Tokens hold no spaces.
+        length = stored.count(" ") + 1 if stored else 0
+        spaced = f" {stored.replace(' ', '  ')} " if stored else ""
+        counts = {t: spaced.count(pattern) for t, pattern in held}
+        norm = k1 * (1 - b + b * length / average_length) if average_length else k1
         score = 0.0
         for term in tokens:
             tf = counts.get(term, 0)
@@ -623,6 +769,14 @@ def tokenizer_signature(tokenize: Callable[[str], list[str]]) -> str:
     Japanese and Korean. When it changes, the stored ``tokens`` are stale."""
     joined = "\x1f".join(tokenize(_TOKENIZER_PROBE))
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]
+
+
+def set_statistics(kind: NodeKind, statistics: Mapping[str, float]) -> Statement:
+    """Writes a kind's :func:`vocabulary_statistics`: as JSON (the entry's ``value``) and its
+    mean idf as a number too (``mean_idf``), which :func:`hybrid_searches` reads in Cypher."""
+    return (f"MERGE (m:{META_LABEL} {{key: $key}}) SET m.value = $value, m.mean_idf = $mean_idf",
+            {"key": statistics_key(kind), "value": json.dumps(dict(statistics)),
+             "mean_idf": float(statistics.get("mean_idf", 0.0))})
 
 
 def statistics_key(kind: NodeKind) -> str:

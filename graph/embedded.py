@@ -1,10 +1,13 @@
-"""The embedded store: networkx in memory, one SQLite file on disk. No server; the default.
+"""The embedded store: in memory, one SQLite file on disk. No server; the default.
 
 The SQLite file is the source of truth, so a second process opens the index without rebuilding
 anything: it reads the nodes, edges, vectors and metadata back (a few hundred milliseconds for
-thousands of skills) and builds the lexical index in memory. A sync is one SQLite transaction
-holding the graph and its metadata (generation, router, fingerprint), so a failed or interrupted
-sync — even a process killed halfway — leaves the previous graph and its metadata intact.
+thousands of skills), and on first use the BM25 term counts and projected vectors the sync
+stored. A sync is one SQLite transaction holding the graph, what is derived from it and its
+metadata (generation, router, fingerprint), so a failed or interrupted sync — even a process
+killed halfway — leaves the previous graph and its metadata intact. It writes only what changed
+(rows of nodes and edges, the rows of an edited node's vector inside the stored matrix) and
+makes the same change in memory instead of reading the file back.
 
 A process that keeps the store open sees another process's re-index: :meth:`get_meta` (which the
 retriever calls before each search) asks SQLite whether another connection committed since
@@ -14,17 +17,20 @@ from what is on disk, not from what this process last read.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
+import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from skillgrove.graph.bm25 import BM25
+from skillgrove.graph.bm25 import BM25, Postings
 from skillgrove.graph.embeddings import Vectors
 from skillgrove.graph.errors import StoreError
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
@@ -41,11 +47,28 @@ CREATE TABLE IF NOT EXISTS edge (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS matrix (
     kind TEXT PRIMARY KEY, ids TEXT NOT NULL, dims INTEGER NOT NULL, vectors BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS lexicon (
+    kind TEXT PRIMARY KEY, ids TEXT NOT NULL, signature TEXT NOT NULL, terms TEXT NOT NULL,
+    indptr BLOB NOT NULL, docs BLOB NOT NULL, tfs BLOB NOT NULL, lengths BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS projection (
+    kind TEXT PRIMARY KEY, signature TEXT NOT NULL, dims INTEGER NOT NULL, basis BLOB NOT NULL,
+    projected BLOB NOT NULL);
 """
 """``matrix`` holds each kind's vectors as one float32 blob, rows in the order of ``ids``
 (a JSON list, sorted): opening 100k skills reads one blob instead of 100k rows. Files
 written before it keep their vectors in ``node.vector``, which is read when a kind has no
-matrix row; a sync then writes the matrix."""
+matrix row; a sync then writes the matrix.
+
+``lexicon`` holds each kind's BM25 term counts (:class:`graph.bm25.Postings`, documents in the
+order of ``ids``), written by the sync that writes the texts, so a new process's first text
+search reads arrays instead of tokenizing every text (27 s at 100k skills). ``signature``
+names the nodes (ids and content hashes) they were counted from; a lexicon that does not
+match the nodes (a file from before it, or one another version wrote) is not used, and the
+next sync counts it again.
+
+``projection`` holds, for a kind of at least :data:`QUANTIZE_FROM` nodes, the projected matrix
+the vector search scans first (:meth:`_KindIndex.projected`), computed by the sync as a search
+would compute it (one BLAS thread: the same bits) and named by the same signature."""
 
 
 class EmbeddedStore:
@@ -98,12 +121,15 @@ class EmbeddedStore:
         finally:
             if not in_transaction:
                 self._db.rollback()
-        self._nodes: Mapping[str, NodeRecord] = _LazyNodes(rows)
+        self._nodes = _LazyNodes(rows)
+        self._lexicons: dict[NodeKind, tuple[str, Postings]] = {}
+        self._projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
+        self._signatures: dict[NodeKind, str] = {}
         self._matrices = matrices
-        self._vectors: Mapping[str, Vectors] = _RowVectors(matrices)
+        self._vectors = _RowVectors(matrices)
         self._edge_rows = edges
         self._edge_map: dict[tuple[str, str, str, str], Edge] | None = None
-        self._graph_cache: nx.MultiDiGraph | None = None
+        self._adjacency_cache: _EdgeIndex | None = None
         self._meta = meta
         self._indexes: dict[NodeKind, _KindIndex] = {}
         self._data_version = version
@@ -115,28 +141,20 @@ class EmbeddedStore:
             with self._lock:
                 edges = self._edge_map
                 if edges is None:
-                    edges = {}
-                    for kind, src, dst, _grp, weight, props in self._edge_rows:
-                        edge = Edge(EdgeKind(kind), src, dst, weight,
-                                    json.loads(props) if props != "{}" else {})
-                        edges[edge.key] = edge
+                    edges = {row[:4]: _row_edge(row) for row in self._edge_rows}
                     self._edge_map = edges
         return edges
 
     @property
-    def _graph(self) -> nx.MultiDiGraph:
-        graph = self._graph_cache
-        if graph is None:
-            edges = self._edges
+    def _adjacency(self) -> _EdgeIndex:
+        """The edges touching each node (no networkx: a search need not import it)."""
+        adjacency = self._adjacency_cache
+        if adjacency is None:
             with self._lock:
-                graph = self._graph_cache
-                if graph is None:
-                    graph = nx.MultiDiGraph()
-                    graph.add_nodes_from(self._nodes)
-                    graph.add_edges_from((e.src, e.dst, (e.kind.value, k[3]), {"edge": e})
-                                         for k, e in edges.items())
-                    self._graph_cache = graph
-        return graph
+                adjacency = self._adjacency_cache
+                if adjacency is None:
+                    adjacency = self._adjacency_cache = _EdgeIndex(self._edge_rows)
+        return adjacency
 
     def _changed_elsewhere(self) -> bool:
         """Whether another connection (another process) committed since this one last read."""
@@ -156,9 +174,12 @@ class EmbeddedStore:
             with self._lock:
                 index = self._indexes.get(kind)
                 if index is None:
-                    records = [r for r in self._nodes.values() if r.kind is kind]
-                    ids, matrix = self._matrices.get(kind, ([], None))
-                    index = _KindIndex(records, ids, matrix)
+                    nodes = self._nodes
+                    ids = nodes.ids_of(kind)
+                    vector_ids, matrix = self._matrices.get(kind, ([], None))
+                    index = _KindIndex(ids, lambda: self._postings(kind, ids, nodes),
+                                       vector_ids, matrix,
+                                       lambda: self._stored_projection(kind, nodes))
                     self._indexes[kind] = index
         return index
 
@@ -173,7 +194,7 @@ class EmbeddedStore:
                 self._db.execute("BEGIN IMMEDIATE")
                 if self._changed_elsewhere():
                     self._load(in_transaction=True)
-                report = self._sync_in_transaction(nodes, vectors, edges, meta or {})
+                report, change = self._sync_in_transaction(nodes, vectors, edges, meta or {})
                 self._db.commit()
             except sqlite3.Error as exc:
                 self._db.rollback()
@@ -181,60 +202,296 @@ class EmbeddedStore:
             except BaseException:
                 self._db.rollback()
                 raise
-            self._load()
+            self._apply(change)
             return report
 
     def _sync_in_transaction(self, nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
-                             edges: Sequence[Edge], meta: Mapping[str, str]) -> SyncReport:
+                             edges: Sequence[Edge], meta: Mapping[str, str],
+                             ) -> tuple[SyncReport, _Change]:
+        """Writes the difference between what is stored and ``nodes``/``edges``: the rows of
+        the nodes and edges that changed, and the matrix and lexicon of each kind that did.
+        Returns the report and the change, which :meth:`_apply` makes in memory once the
+        transaction committed (reading the whole file back costs more than the edit)."""
+        rows = self._nodes.rows
         wanted = {n.id: n for n in nodes}
-        added = [n for n in nodes if n.id not in self._nodes]
-        updated = [n for n in nodes if n.id in self._nodes
-                   and self._nodes[n.id].content_hash != n.content_hash]
-        removed = [nid for nid in self._nodes if nid not in wanted]
+        added = [n for n in wanted.values() if n.id not in rows]
+        updated = [n for n in wanted.values() if n.id in rows and rows[n.id][3] != n.content_hash]
+        removed = [nid for nid in rows if nid not in wanted]
         for record in (*added, *updated):
             if record.id not in vectors and record.id not in self._vectors:
                 raise StoreError(f"sync: no vector for node {record.id!r}")
-        wanted_edges = {e.key: e for e in edges}
-        new_edges = [e for k, e in wanted_edges.items()
-                     if k not in self._edges or _edge_changed(self._edges[k], e)]
-        gone_edges = [k for k in self._edges if k not in wanted_edges]
+        stored = self._edges
+        wanted_edges = {edge_key(e): e for e in edges}
+        new_rows: list[_EdgeRow] = []
+        still_there = 0
+        for key, e in wanted_edges.items():
+            old = stored.get(key)
+            if old is not None:
+                still_there += 1
+            if old is not e and (old is None or _edge_changed(old, e)):
+                props = json.dumps(dict(e.props), sort_keys=True) if e.props else "{}"
+                new_rows.append((*key, float(e.weight), props))
+        gone_edges = ([k for k in stored if k not in wanted_edges]
+                      if still_there < len(stored) else [])
+        node_rows = {n.id: (n.kind.value, n.name, n.text, n.content_hash,
+                            json.dumps(dict(n.data), ensure_ascii=False, sort_keys=True))
+                     for n in (*added, *updated)}
         self._db.executemany("DELETE FROM node WHERE id = ?", [(i,) for i in removed])
-        self._db.executemany(
-            "INSERT OR REPLACE INTO node VALUES (?, ?, ?, ?, ?, ?, NULL)",
-            [(n.id, n.kind.value, n.name, n.text, n.content_hash,
-              json.dumps(dict(n.data), ensure_ascii=False, sort_keys=True))
-             for n in (*added, *updated)])
-        fresh = {n.id for n in (*added, *updated)}
-        touched = ({n.kind for n in (*added, *updated)}
-                   | {self._nodes[i].kind for i in removed}
-                   | ({n.kind for n in nodes} - set(self._stored_matrix_kinds())))
+        self._db.executemany("INSERT OR REPLACE INTO node VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                             [(nid, *row) for nid, row in node_rows.items()])
+        fresh = set(node_rows)
+        by_kind: dict[NodeKind, list[str]] = {}
+        for nid in sorted(wanted):
+            by_kind.setdefault(wanted[nid].kind, []).append(nid)
+        changed_kinds = ({n.kind for n in (*added, *updated)}
+                         | {NodeKind(rows[i][0]) for i in removed})
+        signatures = {kind: (_signature(ids, [wanted[nid].content_hash for nid in ids])
+                             if kind in changed_kinds else self._signature(kind))
+                      for kind, ids in by_kind.items()}
+        stored_lexicons = dict(self._db.execute("SELECT kind, signature FROM lexicon"))
+        stored_projections = dict(self._db.execute("SELECT kind, signature FROM projection"))
+        touched = (changed_kinds | (set(by_kind) - set(self._stored_matrix_kinds()))
+                   | {k for k, s in signatures.items() if stored_lexicons.get(k.value) != s}
+                   | {k for k, s in signatures.items() if len(by_kind[k]) >= QUANTIZE_FROM
+                      and stored_projections.get(k.value) != s})
+        matrices: dict[NodeKind, tuple[list[str], Vectors]] = {}
+        lexicons: dict[NodeKind, tuple[str, Postings]] = {}
+        projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
         for kind in sorted(touched, key=lambda k: k.value):
-            rows = []
-            for nid in sorted(n.id for n in nodes if n.kind is kind):
-                given, old = vectors.get(nid), self._vectors.get(nid)
-                vector = (given if given is not None else old) if nid in fresh else (
-                    old if old is not None else given)
-                if vector is not None:
-                    rows.append((nid, np.asarray(vector, dtype=np.float32)))
-            if rows:
-                blob = np.ascontiguousarray(np.stack([v for _, v in rows]), dtype=np.float32)
-                self._db.execute("INSERT OR REPLACE INTO matrix VALUES (?, ?, ?, ?)",
-                                 (kind.value, json.dumps([i for i, _ in rows]), blob.shape[1],
-                                  blob.tobytes()))
+            ids = by_kind.get(kind, [])
+            vector_ids, matrix = self._new_matrix(kind, ids, vectors, fresh)
+            if vector_ids:
+                blob = np.ascontiguousarray(matrix, dtype=np.float32)
+                if not self._write_rows_in_place(kind, vector_ids, blob, fresh):
+                    self._db.execute("INSERT OR REPLACE INTO matrix VALUES (?, ?, ?, ?)",
+                                     (kind.value, json.dumps(vector_ids), blob.shape[1],
+                                      blob.tobytes()))
+                matrices[kind] = (vector_ids, blob)
             else:
                 self._db.execute("DELETE FROM matrix WHERE kind = ?", (kind.value,))
+                matrices[kind] = ([], np.zeros((0, 0), dtype=np.float32))
+            if ids:
+                postings = self._new_postings(kind, ids, wanted, fresh)
+                self._db.execute("INSERT OR REPLACE INTO lexicon VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (kind.value, json.dumps(ids), signatures[kind],
+                                  *postings.to_row()))
+                lexicons[kind] = (signatures[kind], postings)
+            else:
+                self._db.execute("DELETE FROM lexicon WHERE kind = ?", (kind.value,))
+            if ids and len(vector_ids) >= QUANTIZE_FROM:
+                basis, projected = _project(matrices[kind][1])
+                self._db.execute("INSERT OR REPLACE INTO projection VALUES (?, ?, ?, ?, ?)",
+                                 (kind.value, signatures[kind], basis.shape[1],
+                                  basis.tobytes(), projected.tobytes()))
+                projections[kind] = (signatures[kind], basis, projected)
+            else:
+                self._db.execute("DELETE FROM projection WHERE kind = ?", (kind.value,))
         self._db.executemany(
             "DELETE FROM edge WHERE kind = ? AND src = ? AND dst = ? AND grp = ?",
             gone_edges)
-        self._db.executemany(
-            "INSERT OR REPLACE INTO edge VALUES (?, ?, ?, ?, ?, ?)",
-            [(*e.key, e.weight, json.dumps(dict(e.props), sort_keys=True))
-             for e in new_edges])
+        self._db.executemany("INSERT OR REPLACE INTO edge VALUES (?, ?, ?, ?, ?, ?)", new_rows)
+        # Unchanged entries are not written again: the router alone is megabytes at 1k groups.
         self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             [(key, value) for key, value in meta.items()])
-        return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
-                          tuple(removed), len(nodes) - len(added) - len(updated),
-                          len(new_edges), len(gone_edges))
+                             [(key, value) for key, value in meta.items()
+                              if self._meta.get(key) != value])
+        report = SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
+                            tuple(removed), len(wanted) - len(added) - len(updated),
+                            len(new_rows), len(gone_edges))
+        return report, _Change(node_rows, removed, matrices, lexicons, new_rows, gone_edges,
+                               dict(meta), signatures, projections)
+
+    def _write_rows_in_place(self, kind: NodeKind, vector_ids: Sequence[str], matrix: Vectors,
+                             fresh: set[str]) -> bool:
+        """When the kind's stored matrix has the same ids and shape, overwrites the rows of
+        the ``fresh`` nodes inside the stored blob (a page or two each) instead of the whole
+        blob (15 MB at 10k skills); False when it cannot."""
+        old_ids, old_matrix = self._matrices.get(kind, ([], None))
+        if (old_matrix is None or old_matrix.shape != matrix.shape or old_ids != vector_ids
+                or len(fresh) > 64):
+            return False
+        found = self._db.execute("SELECT rowid, ids, dims FROM matrix WHERE kind = ?",
+                                 (kind.value,)).fetchone()
+        if found is None or int(found[2]) != matrix.shape[1] or json.loads(found[1]) != old_ids:
+            return False
+        rows = [i for i, nid in enumerate(vector_ids) if nid in fresh]
+        width = matrix.shape[1] * 4
+        with self._db.blobopen("matrix", "vectors", int(found[0])) as blob:
+            if len(blob) != len(vector_ids) * width:
+                return False
+            for row in rows:
+                blob.seek(row * width)
+                blob.write(matrix[row].tobytes())
+        return True
+
+    def _new_matrix(self, kind: NodeKind, ids: Sequence[str], vectors: Mapping[str, Vectors],
+                    fresh: set[str]) -> tuple[list[str], Vectors]:
+        """The kind's matrix after the sync: the stored rows of unchanged nodes (copied by
+        numpy), the given vectors of new and updated ones."""
+        old_ids, old_matrix = self._matrices.get(kind, ([], None))
+        if old_matrix is not None and len(old_ids) == len(ids) and old_ids == list(ids):
+            # The same nodes (an edit): a copy of the stored rows, the fresh ones replaced.
+            matrix = old_matrix.copy()
+            for at, nid in enumerate(ids):
+                if nid in fresh and (vector := vectors.get(nid)) is not None:
+                    matrix[at] = np.asarray(vector, dtype=np.float32)
+            return list(ids), matrix
+        old_row = {nid: i for i, nid in enumerate(old_ids)}
+        vector_ids: list[str] = []
+        keep_new: list[int] = []
+        keep_old: list[int] = []
+        given: list[tuple[int, Vectors]] = []
+        for nid in ids:
+            row = old_row.get(nid)
+            vector = vectors.get(nid) if nid in fresh or row is None else None
+            if vector is None and row is None:
+                vector = self._vectors.get(nid)  # a file from before the matrix table
+            if vector is not None:
+                given.append((len(vector_ids), vector))
+            elif row is not None:
+                keep_new.append(len(vector_ids))
+                keep_old.append(row)
+            else:
+                continue
+            vector_ids.append(nid)
+        if not vector_ids:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        dims = (old_matrix.shape[1] if keep_old and old_matrix is not None
+                else len(np.asarray(given[0][1])))
+        matrix = np.empty((len(vector_ids), dims), dtype=np.float32)
+        if keep_old and old_matrix is not None:
+            matrix[keep_new] = old_matrix[keep_old]
+        for row, vector in given:
+            matrix[row] = np.asarray(vector, dtype=np.float32)
+        return vector_ids, matrix
+
+    def _new_postings(self, kind: NodeKind, ids: Sequence[str], wanted: Mapping[str, NodeRecord],
+                      fresh: set[str]) -> Postings:
+        """The kind's BM25 counts after the sync: the stored ones with the new and updated
+        texts spliced in, or all texts counted when none match what is stored."""
+        old_ids = self._nodes.ids_of(kind)
+        old = self._stored_postings(kind, old_ids, self._nodes, in_transaction=True)
+        if old is None:
+            return Postings.of(tokenize(wanted[nid].text) for nid in ids)
+        position = {nid: i for i, nid in enumerate(ids)}
+        renumber = np.array([-1 if nid in fresh else position.get(nid, -1) for nid in old_ids],
+                            dtype=np.int64)
+        known = set(old_ids)
+        added = {i: tokenize(wanted[nid].text) for i, nid in enumerate(ids)
+                 if nid in fresh or nid not in known}
+        return old.replaced(renumber, len(ids), added)
+
+    def _signature(self, kind: NodeKind) -> str:
+        """The signature of the kind's nodes as read now (remembered until the next read)."""
+        found = self._signatures.get(kind)
+        if found is None:
+            rows = self._nodes.rows
+            ids = self._nodes.ids_of(kind)
+            found = self._signatures[kind] = _signature(ids, [rows[nid][3] for nid in ids])
+        return found
+
+    def _stored_postings(self, kind: NodeKind, ids: Sequence[str], nodes: _LazyNodes,
+                         in_transaction: bool = False) -> Postings | None:
+        """The kind's BM25 counts for ``nodes`` (as read at one moment): those kept in memory
+        or stored in the file, when their signature matches; else None."""
+        signature = (self._signature(kind) if nodes is self._nodes
+                     else _signature(ids, [nodes.rows[nid][3] for nid in ids]))
+        kept = self._lexicons.get(kind)
+        if kept is not None and kept[0] == signature:
+            return kept[1]
+        with self._lock:
+            try:
+                row = self._db.execute("SELECT ids, signature, terms, indptr, docs, tfs, lengths "
+                                       "FROM lexicon WHERE kind = ?", (kind.value,)).fetchone()
+            except sqlite3.Error:
+                if in_transaction:
+                    raise
+                row = None
+        if row is None or row[1] != signature or json.loads(row[0]) != list(ids):
+            return None
+        try:
+            postings = Postings.from_row(*row[2:])
+        except ValueError:
+            return None
+        if postings.size != len(ids):
+            return None
+        if nodes is self._nodes:
+            self._lexicons[kind] = (signature, postings)
+        return postings
+
+    def _stored_projection(self, kind: NodeKind, nodes: _LazyNodes,
+                           ) -> tuple[Vectors, Vectors] | None:
+        """The kind's projected matrix as the last sync computed it, when it describes
+        ``nodes`` (kept in memory, or read from the file); else None (the index computes it)."""
+        if nodes is not self._nodes:
+            return None
+        signature = self._signature(kind)
+        kept = self._projections.get(kind)
+        if kept is not None and kept[0] == signature:
+            return kept[1], kept[2]
+        with self._lock:
+            try:
+                row = self._db.execute("SELECT signature, dims, basis, projected FROM projection "
+                                       "WHERE kind = ?", (kind.value,)).fetchone()
+            except sqlite3.Error:
+                row = None
+        _, matrix = self._matrices.get(kind, ([], None))
+        if row is None or row[0] != signature or matrix is None:
+            return None
+        dims = int(row[1])
+        basis = np.frombuffer(row[2], dtype=np.float32)
+        projected = np.frombuffer(row[3], dtype=np.float32)
+        if (dims <= 0 or basis.size != matrix.shape[1] * dims
+                or projected.size != matrix.shape[0] * dims):
+            return None
+        return basis.reshape(matrix.shape[1], dims), projected.reshape(matrix.shape[0], dims)
+
+    def _postings(self, kind: NodeKind, ids: Sequence[str], nodes: _LazyNodes) -> Postings:
+        found = self._stored_postings(kind, ids, nodes)
+        return found if found is not None else Postings.of(
+            tokenize(nodes.rows[nid][2]) for nid in ids)
+
+    def _apply(self, change: _Change) -> None:
+        """Makes in memory the change a sync just committed: what a fresh read of the file
+        would give, at the cost of the change (plus copying the tables of ids)."""
+        rows = dict(self._nodes.rows)
+        for nid in change.removed:
+            del rows[nid]
+        rows.update(change.node_rows)
+        if change.removed or any(nid not in self._nodes.rows for nid in change.node_rows):
+            rows = dict(sorted(rows.items()))
+        gone = set(change.node_rows) | set(change.removed)
+        self._nodes = _LazyNodes(rows, {nid: r for nid, r in self._nodes.parsed.items()
+                                        if nid not in gone})
+        self._matrices = {**self._matrices, **change.matrices}
+        self._matrices = {k: v for k, v in self._matrices.items() if v[0]}
+        self._vectors = self._vectors.with_matrices(self._matrices)
+        self._lexicons = {**self._lexicons, **change.lexicons}
+        self._projections = {**self._projections, **change.projections}
+        if change.new_edges or change.gone_edges:
+            replaced = set(change.gone_edges) | {row[:4] for row in change.new_edges}
+            if len(replaced) < 256:  # a few rows found by bisection in the sorted list
+                kept = list(self._edge_rows)
+                for key in replaced:
+                    at = bisect.bisect_left(kept, key)
+                    if at < len(kept) and kept[at][:4] == key:
+                        del kept[at]
+                for row in change.new_edges:
+                    bisect.insort(kept, row)
+                self._edge_rows = kept
+            else:
+                kept = [row for row in self._edge_rows if row[:4] not in replaced]
+                self._edge_rows = sorted([*kept, *change.new_edges])
+            if self._edge_map is not None:  # keep the Edge objects of the edges that stay
+                edge_map = dict(self._edge_map)
+                for key in replaced:
+                    edge_map.pop(key, None)
+                edge_map.update((row[:4], _row_edge(row)) for row in change.new_edges)
+                self._edge_map = edge_map
+            self._adjacency_cache = None
+        self._meta = {**self._meta, **change.meta}
+        self._signatures = dict(change.signatures)
+        touched = set(change.matrices) | set(change.lexicons)
+        self._indexes = {k: v for k, v in self._indexes.items() if k not in touched}
 
     def _stored_matrix_kinds(self) -> list[NodeKind]:
         return [NodeKind(k) for (k,) in self._db.execute("SELECT kind FROM matrix")]
@@ -246,21 +503,17 @@ class EmbeddedStore:
         return [n for n in self._nodes.values() if kind is None or n.kind is kind]
 
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
-        return [e for e in self._edges.values() if kind is None or e.kind is kind]
+        """In stored order (kind, src, dst, group), as a fresh read gives them."""
+        edges = self._edges
+        value = kind.value if kind is not None else None
+        return [edges[row[:4]] for row in self._edge_rows if value is None or row[0] == value]
 
     def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
                   ) -> list[tuple[Edge, NodeRecord]]:
-        if node_id not in self._graph:
-            return []
         out: list[tuple[Edge, NodeRecord]] = []
-        for _, other, data in self._graph.out_edges(node_id, data=True):
-            edge: Edge = data["edge"]
+        for edge in self._adjacency.touching(node_id):
             if kinds is None or edge.kind in kinds:
-                out.append((edge, self._nodes[other]))
-        for other, _, data in self._graph.in_edges(node_id, data=True):
-            edge = data["edge"]
-            if kinds is None or edge.kind in kinds:
-                out.append((edge, self._nodes[other]))
+                out.append((edge, self._nodes[edge.dst if edge.src == node_id else edge.src]))
         return out
 
     def vector_search(self, kind: NodeKind, vector: Vectors, k: int) -> list[tuple[str, float]]:
@@ -278,6 +531,24 @@ class EmbeddedStore:
     def vectors(self, ids: Iterable[str]) -> dict[str, Vectors]:
         return {nid: vector for nid in ids if (vector := self.vector(nid)) is not None}
 
+    def matrix_rows(self, ids: Sequence[str]) -> Vectors | None:
+        """The stored vectors of ``ids`` (of one kind) as one matrix, rows in that order, or
+        None when one has none: what ``np.stack(vectors(ids))`` gives, without a view per row
+        (the indexer reads the previous vectors of every node on each re-index)."""
+        where = self._vectors.where()
+        try:
+            found = [where[nid] for nid in ids]
+        except KeyError:
+            return None
+        if not found:
+            return None
+        kind = found[0][0]
+        if any(k is not kind for k, _ in found):
+            return np.stack([self._vectors[nid] for nid in ids])
+        rows: Vectors = self._vectors.matrix(kind)[
+            np.array([row for _, row in found], dtype=np.int64)]
+        return rows
+
     def neighbors_of(self, ids: Iterable[str], kinds: Sequence[EdgeKind] | None = None,
                      ) -> dict[str, list[tuple[Edge, NodeRecord]]]:
         return {nid: self.neighbors(nid, kinds) for nid in ids}
@@ -289,6 +560,15 @@ class EmbeddedStore:
     def vector_searches(self, vector: Vectors, limits: Mapping[NodeKind, int],
                         ) -> dict[NodeKind, list[tuple[str, float]]]:
         return {kind: self.vector_search(kind, vector, k) for kind, k in limits.items()}
+
+    def hybrid_searches(self, query: str, vector: Vectors | None,
+                        text_limits: Mapping[NodeKind, int],
+                        vector_limits: Mapping[NodeKind, int],
+                        ) -> tuple[dict[NodeKind, list[tuple[str, float]]],
+                                   dict[NodeKind, list[tuple[str, float]]]]:
+        dense = (self.vector_searches(vector, vector_limits) if vector is not None
+                 else {kind: [] for kind in vector_limits})
+        return self.text_searches(query, text_limits), dense
 
     def get_meta(self, key: str) -> str | None:
         self._refresh()
@@ -308,7 +588,25 @@ class EmbeddedStore:
 
 
 def _edge_changed(old: Edge, new: Edge) -> bool:
-    return old.weight != new.weight or dict(old.props) != dict(new.props)
+    return old.weight != new.weight or (
+        bool(old.props or new.props) and dict(old.props) != dict(new.props))
+
+
+_EDGE_KINDS = {kind.value: kind for kind in EdgeKind}
+_KIND_VALUES = {kind: kind.value for kind in EdgeKind}
+
+
+def edge_key(edge: Edge) -> tuple[str, str, str, str]:
+    """``edge.key``, computed without the enum's property (a sync computes it for every edge
+    it is given: 36k at 10k skills)."""
+    props = edge.props
+    return (_KIND_VALUES[edge.kind], edge.src, edge.dst,
+            str(props.get("group", "")) if props else "")
+
+
+def _row_edge(row: _EdgeRow) -> Edge:
+    kind, src, dst, _grp, weight, props = row
+    return Edge(_EDGE_KINDS[kind], src, dst, weight, json.loads(props) if props != "{}" else {})
 
 
 def _row_matrices(db: sqlite3.Connection, kinds: set[NodeKind],
@@ -329,49 +627,148 @@ def _edge_rows(db: sqlite3.Connection) -> list[tuple[str, str, str, str, float, 
                            "ORDER BY kind, src, dst, grp"))
 
 
+class _EdgeIndex:
+    """The edges touching each node, found through arrays built from the stored rows; an
+    :class:`Edge` is made (its props parsed) only for the nodes searches ask about. Building
+    every Edge and a dict of dicts for 446k edges (100k skills) took 8.8 s of a first search.
+
+    A node's edges come as networkx listed them: its outgoing edges grouped by the node at
+    the other end (in order of first appearance, rows in stored order), then its incoming."""
+
+    def __init__(self, rows: Sequence[_EdgeRow]) -> None:
+        self._rows = rows
+        where: dict[str, int] = {}
+        src = np.fromiter((where.setdefault(r[1], len(where)) for r in rows), dtype=np.int64,
+                          count=len(rows))
+        dst = np.fromiter((where.setdefault(r[2], len(where)) for r in rows), dtype=np.int64,
+                          count=len(rows))
+        self._where = where
+        self._sides = ((*_grouped_rows(src, len(where)), 2), (*_grouped_rows(dst, len(where)), 1))
+        self._made: dict[int, Edge] = {}
+
+    def _edge(self, row: int) -> Edge:
+        edge = self._made.get(row)
+        if edge is None:
+            edge = self._made[row] = _row_edge(self._rows[row])
+        return edge
+
+    def touching(self, node_id: str) -> list[Edge]:
+        at = self._where.get(node_id)
+        if at is None:
+            return []
+        out: list[Edge] = []
+        for order, indptr, other in self._sides:
+            by_other: dict[str, list[int]] = {}
+            for row in order[indptr[at]:indptr[at + 1]].tolist():
+                by_other.setdefault(self._rows[row][other], []).append(row)
+            out.extend(self._edge(row) for rows in by_other.values() for row in rows)
+        return out
+
+
+def _grouped_rows(ends: npt.NDArray[np.int64], count: int,
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(rows ordered by ``ends``, stably; where each end's rows start): CSR by end."""
+    indptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=count), out=indptr[1:])
+    return np.argsort(ends, kind="stable"), indptr
+
+
+_NodeRow = tuple[str, str, str, str, str]
+"""A node as stored: kind, name, text, content hash, data (JSON)."""
+_EdgeRow = tuple[str, str, str, str, float, str]
+"""An edge as stored: kind, src, dst, group, weight, props (JSON)."""
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What a committed sync changed, for :meth:`EmbeddedStore._apply`."""
+
+    node_rows: dict[str, _NodeRow]
+    removed: list[str]
+    matrices: dict[NodeKind, tuple[list[str], Vectors]]
+    lexicons: dict[NodeKind, tuple[str, Postings]]
+    new_edges: list[_EdgeRow]
+    gone_edges: list[tuple[str, str, str, str]]
+    meta: dict[str, str]
+    signatures: dict[NodeKind, str]
+    projections: dict[NodeKind, tuple[str, Vectors, Vectors]]
+
+
+def _signature(ids: Sequence[str], digests: Sequence[str]) -> str:
+    """Names nodes by their ids and content hashes: what a kind's lexicon and projection
+    were computed from."""
+    hasher = hashlib.sha256(json.dumps([len(ids), len(digests)]).encode())
+    hasher.update("\0".join(ids).encode("utf-8", "surrogatepass"))
+    hasher.update("\0".join(digests).encode("utf-8", "surrogatepass"))
+    return hasher.hexdigest()[:32]
+
+
 class _LazyNodes(Mapping[str, NodeRecord]):
     """Node records by id, each parsed (its JSON data decoded) on first access."""
 
-    def __init__(self, rows: dict[str, tuple[str, str, str, str, str]]) -> None:
-        self._rows = rows
-        self._parsed: dict[str, NodeRecord] = {}
+    def __init__(self, rows: dict[str, _NodeRow],
+                 parsed: dict[str, NodeRecord] | None = None) -> None:
+        self.rows = rows
+        self.parsed: dict[str, NodeRecord] = parsed if parsed is not None else {}
+
+    def ids_of(self, kind: NodeKind) -> list[str]:
+        """The ids of ``kind``, in id order, without parsing a record."""
+        value = kind.value
+        return [nid for nid, row in self.rows.items() if row[0] == value]
 
     def __getitem__(self, node_id: str) -> NodeRecord:
-        record = self._parsed.get(node_id)
+        record = self.parsed.get(node_id)
         if record is None:
-            kind, name, text, digest, data = self._rows[node_id]
+            kind, name, text, digest, data = self.rows[node_id]
             record = NodeRecord(node_id, NodeKind(kind), name, text, digest, json.loads(data))
-            self._parsed[node_id] = record
+            self.parsed[node_id] = record
         return record
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._rows
+        return node_id in self.rows
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        return iter(self.rows)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self.rows)
 
 
 class _RowVectors(Mapping[str, Vectors]):
     """A node's vector: a read-only view of its row in its kind's matrix."""
 
-    def __init__(self, matrices: Mapping[NodeKind, tuple[list[str], Vectors]]) -> None:
+    def __init__(self, matrices: Mapping[NodeKind, tuple[list[str], Vectors]],
+                 where: dict[str, tuple[NodeKind, int]] | None = None) -> None:
         self._matrices = matrices
-        self._where: dict[str, tuple[Vectors, int]] | None = None
+        self._where = where
 
-    def _index(self) -> dict[str, tuple[Vectors, int]]:
+    def where(self) -> dict[str, tuple[NodeKind, int]]:
+        """Node id -> (its kind, its row in the kind's matrix)."""
+        return self._index()
+
+    def matrix(self, kind: NodeKind) -> Vectors:
+        return self._matrices[kind][1]
+
+    def with_matrices(self, matrices: Mapping[NodeKind, tuple[list[str], Vectors]],
+                      ) -> _RowVectors:
+        """The same for new matrices; the row index is kept when every kind keeps its ids
+        (an edit: rebuilding it costs 11k dict entries at 10k skills)."""
+        same = self._where is not None and set(matrices) == set(self._matrices) and all(
+            matrices[k][0] is self._matrices[k][0] or matrices[k][0] == self._matrices[k][0]
+            for k in matrices)
+        return _RowVectors(matrices, self._where if same else None)
+
+    def _index(self) -> dict[str, tuple[NodeKind, int]]:
         where = self._where
         if where is None:
-            where = {nid: (matrix, row) for ids, matrix in self._matrices.values()
+            where = {nid: (kind, row) for kind, (ids, _) in self._matrices.items()
                      for row, nid in enumerate(ids)}
             self._where = where
         return where
 
     def __getitem__(self, node_id: str) -> Vectors:
-        matrix, row = self._index()[node_id]
-        vector: Vectors = matrix[row]
+        kind, row = self._index()[node_id]
+        vector: Vectors = self._matrices[kind][1][row]
         return vector
 
     def __contains__(self, node_id: object) -> bool:
@@ -404,6 +801,17 @@ PROJECTED_DIMS = 128
 RESCORE = 1000
 
 
+def _project(matrix: Vectors) -> tuple[Vectors, Vectors]:
+    """(basis, matrix @ basis) of :meth:`_KindIndex.projected`, on one BLAS thread wherever it
+    runs (a search's setting), so a sync stores what a search would compute."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        dims = min(PROJECTED_DIMS, matrix.shape[1])
+        second_moment = matrix.T @ matrix
+        _, basis = np.linalg.eigh(second_moment.astype(np.float64))
+        top = np.ascontiguousarray(basis[:, ::-1][:, :dims], dtype=np.float32)
+        return top, np.ascontiguousarray(matrix @ top)
+
+
 class _KindIndex:
     """Lexical (BM25) and vector search over the nodes of one kind, built on first use.
 
@@ -414,14 +822,36 @@ class _KindIndex:
     are always exact cosines; recall@10 against the exact scan is measured by
     ``bench/scale.py`` and tested in ``tests/test_scale.py``."""
 
-    def __init__(self, records: Sequence[NodeRecord], vector_ids: Sequence[str],
-                 matrix: Vectors | None) -> None:
-        self.ids = [r.id for r in records]
-        self.bm25 = BM25([tokenize(r.text) for r in records])
+    def __init__(self, ids: Sequence[str], postings: Callable[[], Postings],
+                 vector_ids: Sequence[str], matrix: Vectors | None,
+                 stored_projection: Callable[[], tuple[Vectors, Vectors] | None] = lambda: None,
+                 ) -> None:
+        self.ids = list(ids)
+        self._postings = postings
+        self._stored_projection = stored_projection
+        self._bm25: BM25 | None = None
         self.vector_ids = list(vector_ids)
         self.matrix = matrix if matrix is not None else np.zeros((0, 0), dtype=np.float32)
         self._projection: tuple[Vectors, Vectors] | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, records: Sequence[NodeRecord], vector_ids: Sequence[str],
+           matrix: Vectors | None) -> _KindIndex:
+        """The index of ``records`` (their texts counted now)."""
+        postings = Postings.of(tokenize(r.text) for r in records)
+        return cls([r.id for r in records], lambda: postings, vector_ids, matrix)
+
+    @property
+    def bm25(self) -> BM25:
+        """Built on the first text search, from the stored term counts where they match."""
+        bm25 = self._bm25
+        if bm25 is None:
+            with self._lock:
+                bm25 = self._bm25
+                if bm25 is None:
+                    bm25 = self._bm25 = BM25(self._postings())
+        return bm25
 
     def text_top(self, query: str, k: int) -> list[tuple[str, float]]:
         tokens = query_tokens(query)
@@ -435,12 +865,7 @@ class _KindIndex:
         keep dot products best in the least squares sense."""
         with self._lock:
             if self._projection is None:
-                _single_blas_thread()
-                dims = min(PROJECTED_DIMS, self.matrix.shape[1])
-                second_moment = self.matrix.T @ self.matrix
-                _, basis = np.linalg.eigh(second_moment.astype(np.float64))
-                top = np.ascontiguousarray(basis[:, ::-1][:, :dims], dtype=np.float32)
-                self._projection = (top, np.ascontiguousarray(self.matrix @ top))
+                self._projection = self._stored_projection() or _project(self.matrix)
             return self._projection
 
     def vector_top(self, vector: Vectors, k: int, *, exact: bool = False,

@@ -1,8 +1,9 @@
 """The Neo4j store: the same skill graph in a real Neo4j (5.13 or later), queried in the database.
 
-Nothing of the graph is kept in this process: nodes, edges, vectors and meta are read from the
-server on every call, and retrieval runs there — vector search through a cosine VECTOR index
-(``db.index.vector.queryNodes``), lexical search through a FULLTEXT index. The Cypher comes from
+The graph lives on the server, and retrieval runs there — vector search through a cosine VECTOR
+index (``db.index.vector.queryNodes``), lexical search through a FULLTEXT index; this process
+keeps only what it has read, and only while no sync has happened since (the read cache, below).
+The Cypher comes from
 :mod:`graph.cypher` (pure builders, values always as parameters); the only I/O seam is the
 injected ``neo4j.Driver``::
 
@@ -28,10 +29,26 @@ for the query, which puts it on the same 0..1 scale (``graph.cypher``, "fulltext
 On the 1,321-skill corpus both stores return the same top-5 skills for every sample request
 (``bench/neo4j_agreement.py``).
 
-**Round trips.** Every read is one query, one round trip; the batched reads of the Protocol
-(``nodes_by_id``, ``vectors``, ``neighbors_of``, and ``text_searches`` / ``vector_searches`` over
-several kinds) are one query each, so a ``Retriever.search`` takes about eight
-(``tests/neo4j/test_round_trips.py`` holds it to ten), not one per record it reads.
+**Round trips.** Every read is one query, one round trip (about 1 ms of a quiet machine's
+time, 3 to 5 ms of a loaded one, whatever the query does). So a search asks little and in
+bulk: ``hybrid_searches`` runs every lexical and vector search of a request in one statement —
+the fulltext statistics, the Lucene query built from them in Cypher, the vector index queries
+whose hits bring their records — and reads the records and vectors of the lexical-only hits in
+a second; the batched reads (``nodes_by_id``, ``vectors``, ``neighbors_of``) are one query
+each. A ``Retriever.search`` takes three to five (``tests/neo4j/test_round_trips.py`` holds it
+to a bound), where it took 140 reading record by record. Rows are taken from the driver as
+decoded (``_rows``): ``Record.data()`` copied each vector float by float, which cost more than
+the round trip.
+
+**The read cache.** Every sync writes a new random *sync token* (a meta entry) in its
+transaction. Records, vectors and neighbour lists that the batched reads fetched are kept,
+keyed by the token they were read under; reading a meta entry (which the retriever does first
+in every search, for the index generation) and every ``hybrid_searches`` read the token too, and
+a new one drops what was kept. So a process sees another's sync from its next search on, as
+with the embedded store (whose ``get_meta`` reloads a changed file); the single reads
+(``node``, ``nodes``, ``edges``, ``neighbors``, ``vector``) always ask the server. Nothing is
+kept of a graph without a token (never synced, or cleared); a change made to the graph around
+``sync`` (Cypher of one's own) is not noticed until the next sync.
 
 **Metadata** (the index's generation, router, library fingerprint) is written by the sync's
 transaction too (``sync(..., meta=)``): a reader sees the new graph with its new generation or
@@ -48,8 +65,10 @@ import json
 import logging
 import os
 import re
+import threading
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +76,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Result, RoutingControl
 from neo4j.exceptions import (
     AuthError,
     ConfigurationError,
@@ -222,6 +241,8 @@ class Neo4jStore:
         self.batch_size = batch_size
         self._owns_driver = owns_driver
         self._vector_dims: dict[NodeKind, int] = {}
+        self._cache = _ReadCache(None)
+        self._cache_lock = threading.Lock()
         try:
             self.server_version = self._check_server()
             self._version = cypher.parse_version(self.server_version)
@@ -306,17 +327,17 @@ class Neo4jStore:
             with self._driver.session(
                     database=self.database, default_access_mode=READ_ACCESS,
                     bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
-                return [record.data() for record in session.run(query, params)]
+                return _rows(session.run(query, params))
         except (ServiceUnavailable, SessionExpired, TransientError):
-            records, _, _ = self._driver.execute_query(
-                query, params, routing_=RoutingControl.READ, database_=self.database)
-            return [record.data() for record in records]
+            return self._driver.execute_query(
+                query, params, routing_=RoutingControl.READ, database_=self.database,
+                result_transformer_=_rows)
 
     def _write(self, statement: Statement) -> list[dict[str, Any]]:
         query, params = statement
-        records, _, _ = self._driver.execute_query(
-            query, params, routing_=RoutingControl.WRITE, database_=self.database)
-        return [record.data() for record in records]
+        return self._driver.execute_query(
+            query, params, routing_=RoutingControl.WRITE, database_=self.database,
+            result_transformer_=_rows)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -409,21 +430,29 @@ class Neo4jStore:
                 dims.update({kind: size for kind in absent if kind not in indexed})
             for kind, size in dims.items():
                 self._ensure_vector_index(kind, size)
-            with self._driver.session(
-                    database=self.database,
-                    bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
-                return session.execute_write(self._sync_work, wanted, vectors, edges,
-                                             dict(meta or {}))
+            token = uuid.uuid4().hex
+            try:
+                with self._driver.session(
+                        database=self.database,
+                        bookmark_manager=self._driver.execute_query_bookmark_manager,
+                ) as session:
+                    report = session.execute_write(self._sync_work, wanted, vectors, edges,
+                                                   dict(meta or {}), token)
+            except BaseException:
+                self._cache = _ReadCache(None)  # committed or not: ask the server again
+                raise
+            self._cache = _ReadCache(token)
+            return report
 
     def _sync_work(self, tx: ManagedTransaction, wanted: Mapping[str, NodeRecord],
                    vectors: Mapping[str, Vectors], edges: Sequence[Edge],
-                   meta: Mapping[str, str]) -> SyncReport:
+                   meta: Mapping[str, str], token: str) -> SyncReport:
         """One attempt of the sync transaction; the driver may run it again, so it recomputes
         the difference from what the transaction reads."""
 
         def run(statement: Statement) -> list[dict[str, Any]]:
             query, params = statement
-            return [record.data() for record in tx.run(query, params)]
+            return _rows(tx.run(query, params))
 
         stored: dict[str, tuple[NodeKind, str, bool]] = {}
         for row in run(cypher.existing_nodes()):
@@ -503,10 +532,9 @@ class Neo4jStore:
             run(cypher.set_meta(cypher.TOKENIZER_SIGNATURE_KEY, signature))
         for kind in changed_kinds:
             documents = [tokenize(n.text) for n in wanted.values() if n.kind is kind]
-            run(cypher.set_meta(cypher.statistics_key(kind),
-                                json.dumps(cypher.vocabulary_statistics(documents))))
-        if meta:
-            run(cypher.set_meta_entries(meta))
+            run(cypher.set_statistics(kind, cypher.vocabulary_statistics(documents)))
+        # A new token says "what you read may have changed" to every store that keeps reads.
+        run(cypher.set_meta_entries({**meta, cypher.SYNC_TOKEN_KEY: token}))
         return SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
                           tuple(removed), len(wanted) - len(added) - len(updated),
                           len(new_edges), len(gone_edges))
@@ -553,8 +581,98 @@ class Neo4jStore:
 
     def text_searches(self, query: str, limits: Mapping[NodeKind, int],
                       ) -> dict[NodeKind, list[tuple[str, float]]]:
-        """:meth:`text_search` over several kinds in two round trips: the statistics of every
-        kind, then every kind's Lucene query."""
+        """:meth:`text_search` over several kinds in one round trip (see
+        :meth:`hybrid_searches`)."""
+        return self.hybrid_searches(query, None, limits, {})[0]
+
+    def hybrid_searches(self, query: str, vector: Vectors | None,
+                        text_limits: Mapping[NodeKind, int],
+                        vector_limits: Mapping[NodeKind, int],
+                        ) -> tuple[dict[NodeKind, list[tuple[str, float]]],
+                                   dict[NodeKind, list[tuple[str, float]]]]:
+        """:meth:`text_searches` and :meth:`vector_searches` of one request in one round trip
+        (:func:`graph.cypher.hybrid_searches`), and a second one that reads what a hybrid
+        score needs of the hits into the read cache: for each kind searched both ways, the
+        records and vectors of the lexical hits the vector search did not return (the vector
+        hits come with their records), and the neighbour lists of the best
+        :data:`NEIGHBORS_AHEAD` hits of either search."""
+        text_out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in text_limits}
+        dense_out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in vector_limits}
+        tokens = list(query_tokens(query))
+        texts = [(kind, cypher.fulltext_candidates(k)) for kind, k in text_limits.items()
+                 if k > 0] if tokens else []
+        with self._errors("search"):
+            wanted = [kind for kind, k in vector_limits.items() if k > 0]
+            present = self._vector_indexed(wanted) if vector is not None and wanted else set()
+            dense = {kind: k for kind, k in vector_limits.items() if kind in present and k > 0}
+            if not texts and not dense:
+                return text_out, dense_out
+            vector_list = None if vector is None else np.asarray(vector).tolist()
+            rows = self._read(cypher.hybrid_searches(texts, dense, tokens, vector_list))
+            cache = self._seen_token(next((r["token"] for r in rows if r["part"] == "token"),
+                                          None))
+            two_steps: dict[NodeKind, int] = {}
+            for row in rows:
+                if row["part"] == "vector":
+                    kind = NodeKind(row["kind"])
+                    hits = sorted(row["hits"], key=lambda h: (-h["score"], h["id"]))
+                    dense_out[kind] = [(h["id"], cypher.cosine_from_score(h["score"]))
+                                       for h in hits]
+                    cache.remember_nodes({h["id"]: _record_from_row(h) for h in hits})
+                elif row["part"] == "text":
+                    kind = NodeKind(row["kind"])
+                    vocabulary = json.loads(row["statistics"] or "{}")
+                    if row["mean_idf"] is None or "average_length" not in vocabulary:
+                        two_steps[kind] = text_limits[kind]  # synced by an older version
+                        continue
+                    statistics = {"mean_idf": float(vocabulary.get("mean_idf", 0.0)),
+                                  "average_length": float(vocabulary["average_length"])}
+                    dfs = {t["term"]: int(t["df"]) for t in row["terms"]}
+                    idfs = cypher.term_idfs(tokens, int(row["total"]), dfs,
+                                            statistics["mean_idf"])
+                    candidates = {h["id"]: h["tokens"] or "" for h in row["hits"]}
+                    text_out[kind] = cypher.bm25_scores(candidates, tokens, idfs, statistics,
+                                                        text_limits[kind])
+            if two_steps:
+                text_out.update(self._text_searches_in_two_steps(query, two_steps))
+            both = [kind for kind in dense if kind in text_out]
+            lexical_only = [nid for kind in both
+                            for nid in _lexical_only(text_out[kind], dense_out[kind])]
+            leaders = [nid for kind in both for hits in (text_out[kind], dense_out[kind])
+                       for nid, _ in hits[:NEIGHBORS_AHEAD]]
+            self._read_candidates(cache, lexical_only, leaders)
+        return text_out, dense_out
+
+    def _read_candidates(self, cache: _ReadCache, ids: Sequence[str],
+                         neighbor_ids: Sequence[str] = ()) -> None:
+        """Reads into ``cache`` the records and vectors of ``ids`` and the neighbour lists of
+        ``neighbor_ids`` that it lacks, in one round trip (nothing when the cache is not in
+        use)."""
+        if cache.token is None:
+            return
+        missing = [nid for nid in dict.fromkeys(ids)
+                   if nid not in cache.nodes or nid not in cache.vectors]
+        lacking = [nid for nid in dict.fromkeys(neighbor_ids) if nid not in cache.neighbors]
+        if not missing and not lacking:
+            return
+        found: dict[str, Mapping[str, Any]] = {}
+        lists: dict[str, list[tuple[Edge, NodeRecord]]] = {nid: [] for nid in lacking}
+        for row in self._read(cypher.candidate_reads(missing, lacking)):
+            if row["part"] == "node":
+                found[row["of"]] = row["row"]
+            else:
+                lists[row["of"]].append((_edge_from_row(row["row"]),
+                                         _record_from_row(row["row"])))
+        cache.remember_nodes({nid: _record_from_row(found[nid]) if nid in found else None
+                              for nid in missing})
+        cache.remember_vectors({nid: _vector_of(found.get(nid)) for nid in missing})
+        cache.remember_neighbors({nid: sorted(pairs, key=_neighbor_order(nid))
+                                  for nid, pairs in lists.items()})
+
+    def _text_searches_in_two_steps(self, query: str, limits: Mapping[NodeKind, int],
+                                    ) -> dict[NodeKind, list[tuple[str, float]]]:
+        """:meth:`text_searches` for a graph synced before ``mean_idf`` was stored as a
+        number: the statistics of every kind, then every kind's Lucene query."""
         out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in limits}
         tokens = list(query_tokens(query))
         kinds = [kind for kind, k in limits.items() if k > 0]
@@ -608,46 +726,100 @@ class Neo4jStore:
         return out
 
     def nodes_by_id(self, ids: Iterable[str]) -> dict[str, NodeRecord]:
+        """The records of ``ids``: from the read cache, the others in one round trip, which
+        reads their vectors too while the cache is in use (a search that wants a record
+        mostly wants its vector next)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        with self._errors("read nodes"):
-            rows = self._read(cypher.nodes_by_id(wanted))
-        found = {row["id"]: _record_from_row(row) for row in rows}
-        return {nid: found[nid] for nid in wanted if nid in found}
+        cache = self._cache
+        known = cache.known_nodes(wanted)
+        missing = [nid for nid in wanted if nid not in known]
+        if missing:
+            with self._errors("read nodes"):
+                if cache.token is None:
+                    rows = self._read(cypher.nodes_by_id(missing))
+                    known.update({row["id"]: _record_from_row(row) for row in rows})
+                else:
+                    self._read_candidates(cache, missing)
+                    known.update(cache.known_nodes(missing))
+        return {nid: record for nid in wanted if (record := known.get(nid)) is not None}
 
     def vectors(self, ids: Iterable[str]) -> dict[str, Vectors]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        with self._errors("read vectors"):
-            rows = self._read(cypher.node_vectors(wanted))
-        found = {row["id"]: np.asarray(row["embedding"], dtype=np.float32) for row in rows}
-        return {nid: found[nid] for nid in wanted if nid in found}
+        cache = self._cache
+        known = cache.known_vectors(wanted)
+        missing = [nid for nid in wanted if nid not in known]
+        if missing:
+            with self._errors("read vectors"):
+                rows = self._read(cypher.node_vectors(missing))
+            found = {row["id"]: _vector_of(row) for row in rows}
+            fetched = {nid: found.get(nid) for nid in missing}
+            if cache.token is not None:
+                cache.remember_vectors(fetched)
+            known.update(fetched)
+        return {nid: vector for nid in wanted if (vector := known.get(nid)) is not None}
 
     def neighbors_of(self, ids: Iterable[str], kinds: Sequence[EdgeKind] | None = None,
                      ) -> dict[str, list[tuple[Edge, NodeRecord]]]:
+        """The neighbour lists of ``ids``: from the read cache, the others in one round trip
+        (every edge kind while the cache is in use, kept whole and filtered here)."""
         wanted = list(dict.fromkeys(ids))
         out: dict[str, list[tuple[Edge, NodeRecord]]] = {nid: [] for nid in wanted}
         if not wanted or (kinds is not None and not kinds):
             return out
-        with self._errors("read neighbours"):
-            rows = self._read(cypher.neighbors_of(wanted, kinds))
-        for row in rows:
-            out[row["of"]].append((_edge_from_row(row), _record_from_row(row)))
+        cache = self._cache
+        caching = cache.token is not None
+        lists = cache.known_neighbors(wanted)
+        missing = [nid for nid in wanted if nid not in lists]
+        if missing:
+            with self._errors("read neighbours"):
+                rows = self._read(cypher.neighbors_of(missing, None if caching else kinds))
+            fetched: dict[str, list[tuple[Edge, NodeRecord]]] = {nid: [] for nid in missing}
+            for row in rows:
+                fetched[row["of"]].append((_edge_from_row(row), _record_from_row(row)))
+            if caching:
+                cache.remember_neighbors(fetched)
+            lists.update(fetched)
+        for nid in wanted:
+            found = lists[nid]
+            out[nid] = (list(found) if kinds is None or not caching
+                        else [(e, o) for e, o in found if e.kind in kinds])
         return out
 
     def vector(self, node_id: str) -> Vectors | None:
         with self._errors("read a vector"):
             rows = self._read(cypher.node_vector(node_id))
-        if not rows or rows[0]["embedding"] is None:
-            return None
-        return np.asarray(rows[0]["embedding"], dtype=np.float32)
+        return _vector_of(rows[0]) if rows else None
 
     def get_meta(self, key: str) -> str | None:
+        """The entry as of now, read with the sync token: when another store has synced
+        since this one last looked, what the read cache holds is dropped (the retriever
+        reads the generation before each search, so a search reads the graph as of then)."""
         with self._errors("read meta"):
-            rows = self._read(cypher.get_meta(key))
-        return None if not rows or rows[0]["value"] is None else str(rows[0]["value"])
+            rows = self._read(cypher.get_meta_and_token(key))
+        row = rows[0] if rows else {}
+        self._seen_token(row.get("token"))
+        value = row.get("value")
+        return None if value is None else str(value)
+
+    def clear_read_cache(self) -> None:
+        """Forgets what the read cache holds (the next reads ask the server); for measuring
+        a search that finds nothing kept."""
+        self._cache = _ReadCache(None)
+
+    def _seen_token(self, token: str | None) -> _ReadCache:
+        """The read cache for the graph as of ``token``, the sync token just read from the
+        server: the same cache while the token is unchanged (and the cache not full), a new
+        empty one otherwise; none in use while the graph has no token."""
+        with self._cache_lock:
+            cache = self._cache
+            if token is None or token != cache.token or cache.full():
+                cache = _ReadCache(token)
+                self._cache = cache
+            return cache
 
     def set_meta(self, key: str, value: str) -> None:
         with self._errors("write meta"):
@@ -655,6 +827,7 @@ class Neo4jStore:
 
     def clear(self) -> None:
         """Deletes every skill, group, edge and meta entry (the schema stays)."""
+        self._cache = _ReadCache(None)
         with self._errors("clear the graph"):
             self._write(cypher.delete_all())
 
@@ -673,7 +846,96 @@ def check_server_version(version: str, uri: str) -> None:
             "`docker compose up -d` and point SKILLGROVE_NEO4J_URI at it")
 
 
+# -- the read cache ---------------------------------------------------------------------------
+
+class _ReadCache:
+    """Records, vectors and neighbour lists this process read of the graph as of one sync
+    token (:data:`graph.cypher.SYNC_TOKEN_KEY`). Every sync writes a new token in its
+    transaction, so while the server's token is the one here, what is here is what the
+    server holds; a store drops the cache as soon as it reads another token. ``None`` as an
+    entry means "read, and not there". With no token (a graph no sync of ours wrote) nothing
+    is kept."""
+
+    LIMIT = 50_000
+    """Entries (of all three kinds) after which the cache starts over."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self.nodes: dict[str, NodeRecord | None] = {}
+        self.vectors: dict[str, Vectors | None] = {}
+        self.neighbors: dict[str, list[tuple[Edge, NodeRecord]]] = {}
+
+    def full(self) -> bool:
+        return len(self.nodes) + len(self.vectors) + len(self.neighbors) > self.LIMIT
+
+    def known_nodes(self, ids: Iterable[str]) -> dict[str, NodeRecord | None]:
+        if self.token is None:
+            return {}
+        return {nid: self.nodes[nid] for nid in ids if nid in self.nodes}
+
+    def known_vectors(self, ids: Iterable[str]) -> dict[str, Vectors | None]:
+        if self.token is None:
+            return {}
+        return {nid: self.vectors[nid] for nid in ids if nid in self.vectors}
+
+    def known_neighbors(self, ids: Iterable[str]) -> dict[str, list[tuple[Edge, NodeRecord]]]:
+        if self.token is None:
+            return {}
+        return {nid: self.neighbors[nid] for nid in ids if nid in self.neighbors}
+
+    def remember_nodes(self, records: Mapping[str, NodeRecord | None]) -> None:
+        if self.token is not None:
+            self.nodes.update(records)
+
+    def remember_vectors(self, vectors: Mapping[str, Vectors | None]) -> None:
+        if self.token is not None:
+            self.vectors.update(vectors)
+
+    def remember_neighbors(self, lists: Mapping[str, list[tuple[Edge, NodeRecord]]]) -> None:
+        if self.token is not None:
+            self.neighbors.update(lists)
+            for pairs in lists.values():
+                for _, other in pairs:
+                    self.nodes.setdefault(other.id, other)
+
+
+NEIGHBORS_AHEAD = 5
+"""``hybrid_searches`` reads the neighbour lists of the best this many hits of each search
+of a kind searched both ways along with the candidates: a search's answer is almost always
+among them, and what is said about it next (substitutes, prerequisites, companions) is read
+from its neighbours. A guess that misses costs the round trip it was meant to save."""
+
+
+def _neighbor_order(node_id: str) -> Callable[[tuple[Edge, NodeRecord]], tuple[Any, ...]]:
+    """:func:`graph.cypher.neighbors`' order: outgoing first, then kind, src, dst, group."""
+    def key(pair: tuple[Edge, NodeRecord]) -> tuple[Any, ...]:
+        edge = pair[0]
+        return (edge.src != node_id, edge.kind.value, edge.src, edge.dst, edge.key[3])
+    return key
+
+
+def _lexical_only(lexical: Sequence[tuple[str, float]],
+                  dense: Sequence[tuple[str, float]]) -> list[str]:
+    seen = {nid for nid, _ in dense}
+    return [nid for nid, _ in lexical if nid not in seen]
+
+
 # -- rows <-> records -------------------------------------------------------------------------
+
+def _vector_of(row: Mapping[str, Any] | None) -> Vectors | None:
+    if row is None or row.get("embedding") is None:
+        return None
+    return np.asarray(row["embedding"], dtype=np.float32)
+
+
+def _rows(result: Result) -> list[dict[str, Any]]:
+    """A result's records as dicts of the values the driver decoded. ``Record.data()`` would
+    copy every list element by element in Python: 20 ms for two dozen 384-float vectors, where
+    the values themselves are ready (the driver's Rust extension decoded them)."""
+    keys = result.keys()
+    return [dict(zip(keys, record, strict=True)) for record in result]
+
+
 
 def _first_line(value: object) -> str:
     text = str(value).strip()

@@ -752,8 +752,7 @@ class Retriever:
         examples = cfg.candidates if router is not None else cfg.example_candidates
         limits = {NodeKind.SKILL: cfg.candidates, NodeKind.GROUP: cfg.candidates,
                   NodeKind.EXAMPLE: examples}
-        self._reads.text_searches(query, limits)
-        self._reads.vector_searches(vector, {NodeKind.SKILL: cfg.candidates}
+        self._reads.hybrid_searches(query, vector, limits, {NodeKind.SKILL: cfg.candidates}
                                     if router is not None else limits)
 
     def _fetch_routed(self, gids: Sequence[str], best_id: str, query: str, vector: Any,
@@ -1000,8 +999,8 @@ class Retriever:
                 weight: float | None = None) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
         w = self.config.vector_weight if weight is None else weight
-        lexical = dict(self._reads.text_search(kind, query, k))
-        dense = dict(self._reads.vector_search(kind, vector, k))
+        found = self._reads.hybrid_searches(query, vector, {kind: k}, {kind: k})
+        lexical, dense = dict(found[0][kind]), dict(found[1][kind])
         self._reads.fetch(vectors=[nid for nid in lexical if nid not in dense])
         out: dict[str, tuple[float, float, float]] = {}
         for nid in {*lexical, *dense}:
@@ -1282,6 +1281,25 @@ class _Reads:
             for kind, hits in self.store.vector_searches(vector, missing).items():
                 self._dense[(kind, key, missing[kind])] = hits
         return {kind: self._dense[(kind, key, k)] for kind, k in limits.items()}
+
+    def hybrid_searches(self, query: str, vector: Vectors, text_limits: Mapping[NodeKind, int],
+                        vector_limits: Mapping[NodeKind, int],
+                        ) -> tuple[dict[NodeKind, list[tuple[str, float]]],
+                                   dict[NodeKind, list[tuple[str, float]]]]:
+        """:meth:`text_searches` and :meth:`vector_searches` at once: what neither has read
+        yet is asked of the store in one call (one round trip on Neo4j)."""
+        key = np.asarray(vector, dtype=np.float32).tobytes()
+        text = {kind: k for kind, k in text_limits.items() if (kind, query, k) not in self._text}
+        dense = {kind: k for kind, k in vector_limits.items()
+                 if (kind, key, k) not in self._dense}
+        if text or dense:
+            lexical, nearest = self.store.hybrid_searches(query, vector, text, dense)
+            for kind, hits in lexical.items():
+                self._text[(kind, query, text[kind])] = hits
+            for kind, hits in nearest.items():
+                self._dense[(kind, key, dense[kind])] = hits
+        return (self.text_searches(query, text_limits),
+                self.vector_searches(vector, vector_limits))
 
     def candidates(self, kind: NodeKind, query: str, vector: Vectors, k: int,
                    ) -> tuple[list[str], list[str]]:

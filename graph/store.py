@@ -74,6 +74,15 @@ class GraphStore(Protocol):
         """:meth:`vector_search` of ``vector`` over several kinds at once (kind -> its ``k``)."""
         ...
 
+    def hybrid_searches(self, query: str, vector: Vectors | None,
+                        text_limits: Mapping[NodeKind, int],
+                        vector_limits: Mapping[NodeKind, int],
+                        ) -> tuple[dict[NodeKind, list[tuple[str, float]]],
+                                   dict[NodeKind, list[tuple[str, float]]]]:
+        """``(text_searches(query, text_limits), vector_searches(vector, vector_limits))`` in
+        one call (``vector`` may be None when ``vector_limits`` is empty)."""
+        ...
+
     def get_meta(self, key: str) -> str | None:
         """An entry as of now: a store that keeps the graph in memory reads it again first
         when another process has written the index since (readers check the generation

@@ -59,7 +59,7 @@ def test_projected_search_keeps_recall_and_exact_scores(monkeypatch: pytest.Monk
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     ids = [f"n{i}" for i in range(len(matrix))]
     records = [NodeRecord(i, NodeKind.SKILL, i, "text", i, {}) for i in ids]
-    index = _KindIndex(records, ids, matrix)
+    index = _KindIndex.of(records, ids, matrix)
     queries = unit_rows(50, dims=48, seed=2) * spectrum
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     recalls = []

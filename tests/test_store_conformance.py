@@ -325,6 +325,23 @@ def test_searches_of_several_kinds_equal_one_kind_at_a_time(store: GraphStore) -
     assert dense[NodeKind.SKILL][0][0] == "sk-chart" and dense[NodeKind.EXAMPLE] == []
 
 
+def test_hybrid_searches_equal_the_text_and_vector_searches(store: GraphStore) -> None:
+    store.sync(NODES, VECTORS, EDGES)
+    vector = VECTORS["sk-chart"] * 0.9 + VECTORS["group:kpi"] * 0.1
+    text_limits = {NodeKind.SKILL: 3, NodeKind.GROUP: 2, NodeKind.EXAMPLE: 5}
+    vector_limits = {NodeKind.SKILL: 4, NodeKind.GROUP: 1}
+    for query in ("weekly kpi chart", "周报", "", "zebra"):
+        lexical, dense = store.hybrid_searches(query, vector, text_limits, vector_limits)
+        assert lexical == store.text_searches(query, text_limits), query
+        one = store.vector_searches(vector, vector_limits)
+        assert list(dense) == list(one)
+        for kind in vector_limits:
+            assert [i for i, _ in dense[kind]] == [i for i, _ in one[kind]], (query, kind)
+            assert [s for _, s in dense[kind]] == pytest.approx([s for _, s in one[kind]],
+                                                                abs=1e-6)
+    assert store.hybrid_searches("weekly kpi chart", None, text_limits, {})[1] == {}
+
+
 # -- searching --------------------------------------------------------------------------------
 
 def test_vector_search_returns_cosines_best_first(store: GraphStore) -> None:

@@ -33,6 +33,11 @@ BUILDERS: list[Callable[[], cypher.Statement]] = [
     lambda: cypher.set_meta(HOSTILE, HOSTILE),
     lambda: cypher.show_indexes([HOSTILE]),
     lambda: cypher.drop_index(HOSTILE),
+    lambda: cypher.get_meta_and_token(HOSTILE),
+    lambda: cypher.nodes_with_vectors([HOSTILE]),
+    lambda: cypher.candidate_reads([HOSTILE], [HOSTILE]),
+    lambda: cypher.hybrid_searches([(NodeKind.SKILL, 200), (NodeKind.GROUP, 200)],
+                                   {NodeKind.SKILL: 5}, [HOSTILE, "pdf"], [0.5, 0.5]),
 ]
 
 

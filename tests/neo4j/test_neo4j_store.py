@@ -177,19 +177,46 @@ def test_the_schema_is_set_up_once_and_as_specified(store: Neo4jStore) -> None:
 
 
 @pytest.mark.neo4j
-def test_nothing_is_kept_in_process(store: Neo4jStore) -> None:
+def test_another_store_sees_each_sync(store: Neo4jStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second store (as in another process) reads a sync's graph at once through the
+    single reads; the batched reads, which keep what they read while the sync token is
+    unchanged, once it has read a meta entry, as a retriever does before each search."""
     other = Neo4jStore.from_config(Neo4jConfig(uri=NEO4J_URI))
+    reads: list[str] = []
+    read = other._read
+
+    def counted(statement: cypher.Statement) -> list[dict[str, object]]:
+        reads.append(statement[0])
+        return read(statement)
+
+    monkeypatch.setattr(other, "_read", counted)
     try:
         records = [skill(i) for i in range(5)]
         store.sync(records, vectors_for(records, 2), chain(records))
         assert [r.id for r in other.nodes()] == [r.id for r in records]
+        assert other.get_meta("k") is None
+        ids = ["sk-00000", "sk-00001"]
+        first = (other.nodes_by_id(ids), other.vectors(ids), other.neighbors_of(ids))
+        reads.clear()
+        assert (other.nodes_by_id(ids), other.vectors(ids), other.neighbors_of(ids)) == first
+        assert reads == []  # kept: the token did not change
+
         changed = [skill(0, "v2"), *records[1:]]
-        store.sync(changed, vectors_for(changed, 3), chain(changed))
+        new_vectors = vectors_for(changed, 3)
+        store.sync(changed, new_vectors, chain(changed[1:]))
         seen = other.node("sk-00000")
         assert seen is not None and "v2" in seen.text
         assert [i for i, _ in other.text_search(NodeKind.SKILL, "v2", 3)] == ["sk-00000"]
+        assert other.get_meta("k") is None  # sees the new token: what it kept is dropped
+        assert "v2" in other.nodes_by_id(ids)["sk-00000"].text
+        np.testing.assert_allclose(other.vectors(ids)["sk-00000"], new_vectors["sk-00000"],
+                                   atol=1e-7)
+        assert other.neighbors_of(ids)["sk-00000"] == []
         store.set_meta("k", "v")
         assert other.get_meta("k") == "v"
+        store.clear()
+        assert other.get_meta("k") is None
+        assert other.nodes_by_id(ids) == {}
     finally:
         other.close()
 
@@ -303,3 +330,58 @@ def test_a_new_tokenizer_rewrites_the_stored_tokens(store: Neo4jStore,
     report = store.sync(records, vectors, [])
     assert not report.changed  # no node changed, yet the stored tokens did
     assert [i for i, _ in store.text_search(NodeKind.SKILL, "zzmarker", 10)] == ["sk-00002"]
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("query", ["skill number 7 converts format 3", "format 16 document",
+                                   "converts converts zzz 周报", "into document skill 12"])
+def test_the_lucene_query_built_in_cypher_is_lucene_querys(store: Neo4jStore, query: str,
+                                                           ) -> None:
+    """The search statement builds its Lucene query on the server from the document
+    frequencies it counts; it is the one :func:`cypher.lucene_query` builds from them (terms
+    every node holds included: their idf is the floor, epsilon x the mean idf)."""
+    from skillgrove.graph.text import query_tokens
+
+    records = [skill(i) for i in range(40)]
+    store.sync(records, vectors_for(records, 7), [])
+    tokens = list(query_tokens(query))
+    rows = store._read(cypher.hybrid_searches([(NodeKind.SKILL, 200)], {}, tokens, None))
+    text = [row for row in rows if row["part"] == "text"]
+    assert len(text) == 1
+    row = text[0]
+    dfs = {t["term"]: t["df"] for t in row["terms"]}
+    assert dfs and all(df > 0 for df in dfs.values())
+    statistics = json.loads(row["statistics"])
+    assert row["mean_idf"] == pytest.approx(statistics["mean_idf"])
+    idfs = cypher.term_idfs(tokens, row["total"], dfs, statistics["mean_idf"])
+    assert row["lucene"] == cypher.lucene_query(tokens, idfs, row["total"], dfs)
+    assert [r["token"] for r in rows if r["part"] == "token"] != [None]
+
+
+@pytest.mark.neo4j
+def test_a_graph_synced_before_mean_idf_was_stored_is_searched_in_two_steps(
+        store: Neo4jStore) -> None:
+    """A graph whose statistics entries lack the numeric ``mean_idf`` (written by an older
+    version) cannot have its Lucene query built in Cypher: the store falls back to reading
+    the statistics first, with the same hits."""
+    records = [skill(i) for i in range(30)]
+    store.sync(records, vectors_for(records, 8), [])
+    query = "skill number 7 converts format 3"
+    expected = store.text_search(NodeKind.SKILL, query, 10)
+    assert expected
+    with support.driver() as drv:
+        drv.execute_query("MATCH (m:SkillgroveMeta) WHERE m.key STARTS WITH 'skillgrove.bm25.' "
+                          "REMOVE m.mean_idf")
+    reads: list[str] = []
+    read = store._read
+
+    def counted(statement: cypher.Statement) -> list[dict[str, object]]:
+        reads.append(statement[0])
+        return read(statement)
+
+    store._read = counted  # type: ignore[method-assign]
+    try:
+        assert store.text_search(NodeKind.SKILL, query, 10) == expected
+    finally:
+        del store._read
+    assert len(reads) == 3  # the combined search, then statistics and Lucene on their own

@@ -1,13 +1,14 @@
 """Graph: stores, embeddings, indexes and two-tier retrieval.
 
 The names below load on first use, so that importing one small module of this package (the
-node model, the documents) does not pull in numpy, networkx and the stores.
+node model, the documents) does not pull in numpy, SQLite and the stores.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from skillgrove.skills import lazy_attribute
 
 if TYPE_CHECKING:
     from skillgrove.graph.embedded import EmbeddedStore
@@ -64,8 +65,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, _WHERE, globals(), name)

@@ -6,18 +6,26 @@ switched off, so nothing is ever downloaded. Any sentence-transformers model fol
 instead (``SKILLGROVE_MODEL`` or ``--model``).
 
 Vectors are L2-normalised ``float32``, so a dot product is the cosine similarity.
+
+Nothing heavy is imported, read or made before the first text that no cache holds: making an
+encoder costs a few small JSON reads, and ONNX Runtime, the tokenizer and the session load on the
+first real encode. A command that asks what was asked before reads the query's vector from the
+cache (:meth:`CachedEncoder.flush` saved it) and never loads the model.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -135,13 +143,25 @@ class OnnxEncoder:
         self.batch_size = batch_size
         self.threads = threads or min(4, os.cpu_count() or 1)
         self.max_length = _supported_layout(self.path)
-        self.onnx_path = cache_dir / "onnx" / _model_digest(self.path) / "model.onnx"
+        self._cache_dir = cache_dir
         self.dimensions = 384 if self.name == DEFAULT_MODEL else 0
         self._session: Any = None
         self._bulk_session: Any = None
         self._bulk_depth = 0
         self._tokenizer: Any = None
         self._lock = threading.Lock()
+
+    @cached_property
+    def onnx_path(self) -> Path:
+        """Where the export of this model lives (named by a digest of the model folder, which
+        reads its JSON files: worked out when first needed, not when the encoder is made)."""
+        return self._cache_dir / "onnx" / _model_digest(self.path) / "model.onnx"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the session and the tokenizer are loaded (a test checks that a cached query
+        leaves them unloaded)."""
+        return self._session is not None
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
@@ -300,16 +320,13 @@ def _export_onnx(model_path: Path, target: Path) -> None:
 def default_encoder(model: str | Path | None, cache_dir: Path) -> Encoder:
     """ONNX Runtime when it is installed and the model's layout allows it, else PyTorch
     (``SKILLGROVE_ENCODER=torch`` forces PyTorch). Both give the same vectors."""
-    if os.environ.get("SKILLGROVE_ENCODER", "").lower() != "torch":
+    if os.environ.get("SKILLGROVE_ENCODER", "").lower() != "torch" \
+            and importlib.util.find_spec("onnxruntime") is not None:
+        # Found, not imported: the import waits for the first text no cache holds.
         try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
+            return OnnxEncoder(model, cache_dir=cache_dir)
+        except ModelError:
             pass
-        else:
-            try:
-                return OnnxEncoder(model, cache_dir=cache_dir)
-            except ModelError:
-                pass
     return SentenceTransformerEncoder(model)
 
 
@@ -329,32 +346,67 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class EmbeddingCache:
-    """Vectors by (model, sha256 of text) in SQLite: re-indexing unchanged text embeds nothing."""
+QUERY_ROWS = 4096
+"""Query vectors the cache keeps on disk (the latest saved; about 1.6 KB each at 384
+dimensions), so the file does not grow with every request ever asked."""
 
-    def __init__(self, path: Path) -> None:
+
+class EmbeddingCache:
+    """Vectors by (model, sha256 of text) in SQLite: re-indexing unchanged text embeds nothing.
+
+    Indexed texts live in ``embedding``, kept for good. Query vectors live apart, in ``query``,
+    bounded to the :data:`QUERY_ROWS` latest saved: written by :meth:`CachedEncoder.flush`
+    (one transaction when an engine closes, never one per search)."""
+
+    def __init__(self, path: Path, *, query_rows: int = QUERY_ROWS) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.query_rows = query_rows
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS embedding (model TEXT, key TEXT, "
                          "vector BLOB, PRIMARY KEY (model, key))")
+        try:
+            self._db.execute("CREATE TABLE IF NOT EXISTS query (model TEXT, key TEXT, "
+                             "vector BLOB, saved REAL, PRIMARY KEY (model, key))")
+            self._queries = True
+        except sqlite3.OperationalError:  # an older file we may only read: no saved queries
+            self._queries = False
         self._lock = threading.Lock()
 
     def close(self) -> None:
         self._db.close()
 
-    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, Vectors]:
+    def get_many(self, model: str, keys: Sequence[str], *, table: str = "embedding",
+                 ) -> dict[str, Vectors]:
+        """The vectors of ``keys`` that ``table`` (``embedding`` or ``query``) holds."""
+        if table not in ("embedding", "query"):
+            raise ValueError(f"no table {table!r} in the embedding cache")
         found: dict[str, Vectors] = {}
+        if table == "query" and not self._queries:
+            return found
         with self._lock:
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
-                    f"SELECT key, vector FROM embedding WHERE model = ? AND key IN ({marks})",
+                    f"SELECT key, vector FROM {table} WHERE model = ? AND key IN ({marks})",
                     [model, *chunk])
                 for key, blob in rows:
                     found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
+
+    def put_queries(self, model: str, items: dict[str, Vectors]) -> None:
+        """Save query vectors in one transaction, then keep only the latest ``query_rows``."""
+        if not self._queries:
+            return
+        now = time.time()
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO query VALUES (?, ?, ?, ?)",
+                                 [(model, k, v.astype(np.float32).tobytes(), now)
+                                  for k, v in items.items()])
+            self._db.execute("DELETE FROM query WHERE rowid IN (SELECT rowid FROM query "
+                             "ORDER BY saved DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                             (self.query_rows,))
 
     def put_many(self, model: str, items: dict[str, Vectors]) -> None:
         with self._lock, self._db:
@@ -367,9 +419,10 @@ class CachedEncoder:
     """Wraps an encoder with an :class:`EmbeddingCache`; counts what it really had to embed.
 
     Inside :meth:`bulk` (indexing) new vectors are written to the cache, one transaction per
-    call. Outside it (searches) they are kept in memory only, in a bounded LRU of
-    ``query_memory`` texts: a search never pays a disk commit, and the cache file does not
-    grow with every request ever asked."""
+    call. Outside it (searches) they are kept in memory, in a bounded LRU of ``query_memory``
+    texts, so a search never pays a disk commit; :meth:`flush` (the engine's ``close``) saves
+    the ones this process embedded in one transaction, into the cache's bounded query table,
+    where the next process finds them (a repeated ``skillgrove ask`` loads no model)."""
 
     def __init__(self, encoder: Encoder, cache: EmbeddingCache, *,
                  query_memory: int = 4096) -> None:
@@ -382,6 +435,8 @@ class CachedEncoder:
         self.query_memory = query_memory
         self._recent: OrderedDict[str, Vectors] = OrderedDict()
         self._recent_lock = threading.Lock()
+        self._unsaved: OrderedDict[str, Vectors] = OrderedDict()
+        """Query vectors embedded here and not yet saved (see :meth:`flush`)."""
         self._bulk = threading.local()
 
     @property
@@ -412,19 +467,40 @@ class CachedEncoder:
                     found[key] = hit
         if len(found) < len(set(keys)):
             found.update(self.cache.get_many(self.name, [k for k in keys if k not in found]))
-        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         persist = getattr(self._bulk, "depth", 0) > 0
+        if not persist and len(found) < len(set(keys)):
+            found.update(self.cache.get_many(self.name, [k for k in keys if k not in found],
+                                             table="query"))
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         if missing:
             vectors = self.encoder.encode([t for _, t in missing])
             fresh = {k: vectors[i] for i, (k, _) in enumerate(missing)}
             if persist:
                 self.cache.put_many(self.name, fresh)
                 self.writes += 1
+            else:
+                with self._recent_lock:
+                    self._unsaved.update(fresh)
+                    while len(self._unsaved) > self.query_memory:
+                        self._unsaved.popitem(last=False)
             found.update(fresh)
             self.embedded += len(missing)
         if not persist:
             self._remember({k: found[k] for k in keys})
         return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def flush(self) -> None:
+        """Save the query vectors embedded since the last flush, in one transaction (none
+        when there are none). A cache that cannot be written is skipped: it is a cache."""
+        with self._recent_lock:
+            items, self._unsaved = dict(self._unsaved), OrderedDict()
+        if not items:
+            return
+        try:
+            self.cache.put_queries(self.name, items)
+        except sqlite3.Error:
+            return
+        self.writes += 1
 
     def _remember(self, items: dict[str, Vectors]) -> None:
         with self._recent_lock:

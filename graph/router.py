@@ -28,13 +28,15 @@ import io
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 from skillgrove.graph.text import query_tokens, tokenize
+
+if TYPE_CHECKING:
+    from scipy import sparse  # fitting only: a search never imports scipy
 
 Matrix = npt.NDArray[np.float32]
 
@@ -273,6 +275,8 @@ def _term_weights(doc: Sequence[str], vocabulary: dict[str, int], idf: Matrix,
 def _tfidf(tokens: Sequence[Sequence[str]], vocabulary: dict[str, int],
            idf: Matrix) -> sparse.csr_matrix:
     """The rows of ``_term_weights`` as one sparse matrix (rows without terms stay 0)."""
+    from scipy import sparse
+
     rows: list[npt.NDArray[np.int64]] = []
     cols: list[npt.NDArray[np.int64]] = []
     values: list[Matrix] = []

@@ -6,8 +6,9 @@ group model) does not pull in the YAML loader, the validator and JSON Schema.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from skillgrove.skills import lazy_attribute
 
 if TYPE_CHECKING:
     from skillgrove.groups.expressions import parse_template, render, render_value
@@ -42,8 +43,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, _WHERE, globals(), name)

@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="skillgrove",
         description="Group-structured skill graph: find the toolbox for a task, run it, inject it.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"skillgrove {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -422,6 +423,16 @@ def _add_store_args(parser: argparse.ArgumentParser) -> None:
                         help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, its number read from the installed metadata only when asked for (reading
+    it costs every other command tens of milliseconds)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(f"skillgrove {_version()}\n")
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -535,9 +546,6 @@ class _Interrupts:
 
     def __enter__(self) -> _Interrupts:
         if self.enabled:
-            from skillgrove.runtime.runner import cancel_active_runs
-
-            self._cancel = cancel_active_runs
             for signum in (signal.SIGINT, signal.SIGTERM):
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
@@ -548,7 +556,11 @@ class _Interrupts:
 
     def _handle(self, signum: int, frame: object) -> None:
         first = self.received is None
-        if first and self._cancel(f"interrupted by {signal.Signals(signum).name}"):
+        # Runs exist only once the runner is imported: a command that never ran one (a search,
+        # an ask that fell back) does not import it for the signal's sake.
+        runner = sys.modules.get("skillgrove.runtime.runner")
+        if first and runner is not None and runner.cancel_active_runs(
+                f"interrupted by {signal.Signals(signum).name}"):
             self.received = signum
             return
         if signum == signal.SIGINT:

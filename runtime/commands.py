@@ -68,6 +68,16 @@ def engine_from_args(args: argparse.Namespace) -> Skillgrove:
                       log=_say)
 
 
+def close(engine: Skillgrove) -> None:
+    """Close a command's engine and save the query vectors its encoder embedded (one small
+    transaction), so that the next command asking the same thing loads no model. The CLI gives
+    the engine its encoder, so the CLI saves it."""
+    engine.close()
+    flush = getattr(engine.encoder, "flush", None)
+    if flush is not None:
+        flush()
+
+
 def named_library(args: argparse.Namespace) -> list[Path]:
     """The library folders a command was given: ``--library`` values, then the PATH
     arguments that ``check``, ``index`` and ``serve`` keep as an alias of ``--library``."""
@@ -124,7 +134,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         library = engine.library
         look_alike = engine.look_alike_skills()
     finally:
-        engine.close()
+        close(engine)
     # The diagnostics are about the library, not the result: stderr, so `index > log` keeps
     # only the summary and a pipe reading stdout is not fed error lines.
     style = Style.for_stream(sys.stderr)
@@ -211,7 +221,7 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         else:
             out.write(render_toolbox(toolbox, engine.views.where))
     finally:
-        engine.close()
+        close(engine)
     return 0
 
 
@@ -270,7 +280,7 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
         located = {row["id"]: views.where(row["id"], row["name"]) for row in rows
                    if row["kind"] == "skill"}
     finally:
-        engine.close()
+        close(engine)
     where = record.data.get("path")
     out.write(f"{record.kind.value} {record.name} ({record.id})"
               + (f"  {where}" if where else "") + "\n")
@@ -288,7 +298,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     try:
         out.write(engine.export(args.group, args.format))
     finally:
-        engine.close()
+        close(engine)
     return 0
 
 
@@ -302,7 +312,7 @@ def cmd_compose(args: argparse.Namespace, out: TextIO) -> int:
                                   "run it as it is")
         composed = engine.compose(toolbox)
     finally:
-        engine.close()
+        close(engine)
     for diagnostic in composed.diagnostics:
         sys.stderr.write(diagnostic.format() + "\n")
     if args.out:
@@ -325,7 +335,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         details = engine.skill(args.name)
     finally:
-        engine.close()
+        close(engine)
     if args.json:
         out.write(json.dumps(details.to_dict(), indent=2, ensure_ascii=False) + "\n")
         return 0
@@ -415,7 +425,7 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
         plan = engine.plan(args.group, parse_inputs(args.input), _context_values(args.context))
         effects = engine.effects(args.group)
     finally:
-        engine.close()
+        close(engine)
     if args.json:
         from dataclasses import asdict
 
@@ -456,7 +466,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         record = engine.run(args.group, inputs, context, events, resume=args.resume)
     finally:
-        engine.close()
+        close(engine)
     if args.json:
         out.write(json.dumps(record.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     else:
@@ -485,7 +495,7 @@ def cmd_run_skill(args: argparse.Namespace, out: TextIO) -> int:
     try:
         record = engine.run_skill(args.name, inputs, events)
     finally:
-        engine.close()
+        close(engine)
     payload = record.to_dict() if args.json else dict(record.outputs)
     out.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
     if record.status != "success" and not args.json:
@@ -503,7 +513,7 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         records = engine.runs(args.limit)
     finally:
-        engine.close()
+        close(engine)
     for record in records:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
         failed = [s.id for s in record.steps if s.status == "failure"]
@@ -527,7 +537,7 @@ def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
                                   context=load_context(args.context), budget=args.budget,
                                   fmt=args.format)
     finally:
-        engine.close()
+        close(engine)
     out.write(injection.text)
     sys.stderr.write(f"[{injection.tokens} tokens (cl100k_base), budget "
                      f"{injection.budget or 'none'}, level {injection.level}]\n")
@@ -544,7 +554,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
                             on_event=ProgressDisplay(sys.stderr), confirm=args.yes,
                             plan_only=args.plan_only)
     finally:
-        engine.close()
+        close(engine)
     return _print_answer(answer, out)
 
 
@@ -607,7 +617,7 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
         result = engine.suggest_groups(args.history, min_support=args.min_support,
                                        folder=folder)
     finally:
-        engine.close()
+        close(engine)
     if not result.drafts:
         out.write(f"no draft groups: {result.reason}\n")
         return 0
@@ -729,7 +739,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
             out.flush()
             out.write(render_toolbox(engine.search(other, k=5)))
     finally:
-        engine.close()
+        close(engine)
     return code
 
 

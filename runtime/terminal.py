@@ -206,6 +206,12 @@ class AnnouncedEncoder:
     def encode(self, texts: Sequence[str]) -> Any:
         return self._built().encode(texts)
 
+    def flush(self) -> None:
+        """Save the query vectors embedded so far (nothing to do, and nothing built, when
+        none was)."""
+        if self._cached is not None:
+            self._cached.flush()
+
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("_"):
             raise AttributeError(attribute)

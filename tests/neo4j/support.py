@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
+import pytest
 from neo4j import Driver, GraphDatabase
 
+from skillgrove.graph.cypher import Statement
 from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
 from tests.conftest import NEO4J_URI
 
@@ -32,3 +35,16 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def counted_reads(store: Neo4jStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements ``store`` sends from now on, one entry per round trip of a read."""
+    reads: list[str] = []
+    read = store._read
+
+    def counted(statement: Statement) -> list[dict[str, Any]]:
+        reads.append(statement[0])
+        return read(statement)
+
+    monkeypatch.setattr(store, "_read", counted)
+    return reads

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skillgrove.graph import Retriever, index_library
-from skillgrove.graph.cypher import Statement
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.indexer import GENERATION_KEY
 from skillgrove.graph.model import EdgeKind, NodeKind
@@ -25,7 +23,7 @@ from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
 from skillgrove.groups import load_library
 from tests.conftest import NEO4J_URI
 from tests.helpers import copy_fixture_library
-from tests.neo4j.support import fresh_store
+from tests.neo4j.support import counted_reads, fresh_store
 
 pytestmark = pytest.mark.neo4j
 
@@ -38,14 +36,7 @@ def test_a_second_store_serves_a_resync(tmp_path: Path, encoder: CachedEncoder,
     reader = Neo4jStore.from_config(Neo4jConfig(uri=NEO4J_URI))
     try:
         index_library(load_library([copy_fixture_library(tmp_path / "lib")]), writer, encoder)
-        reads: list[str] = []
-        read = reader._read
-
-        def counted(statement: Statement) -> list[dict[str, Any]]:
-            reads.append(statement[0])
-            return read(statement)
-
-        monkeypatch.setattr(reader, "_read", counted)
+        reads = counted_reads(reader, monkeypatch)
         retriever = Retriever(reader, encoder)
         first = retriever.search(REQUEST, k=5)
         top = first.skills[0]

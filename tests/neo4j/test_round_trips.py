@@ -11,16 +11,14 @@ searches themselves always are).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skillgrove.graph import Retriever, index_library
-from skillgrove.graph.cypher import Statement
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.groups import load_library
 from tests.helpers import copy_fixture_library
-from tests.neo4j.support import fresh_store
+from tests.neo4j.support import counted_reads, fresh_store
 
 pytestmark = pytest.mark.neo4j
 
@@ -50,14 +48,7 @@ def test_a_search_takes_a_handful_of_round_trips(tmp_path: Path, encoder: Cached
         index_library(load_library([copy_fixture_library(tmp_path / "lib")]), store, encoder)
         retriever = Retriever(store, encoder)
         assert retriever.router() is not None  # the routed path, as a real library has
-        reads: list[str] = []
-        read = store._read
-
-        def counted(statement: Statement) -> list[dict[str, Any]]:
-            reads.append(statement[0])
-            return read(statement)
-
-        monkeypatch.setattr(store, "_read", counted)
+        reads = counted_reads(store, monkeypatch)
         counts: dict[str, int] = {}
         repeated: dict[str, int] = {}
         for request in REQUESTS:

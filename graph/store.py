@@ -1,7 +1,7 @@
 """The store Protocol: what retrieval and indexing need from a graph backend.
 
 Two implementations pass one conformance suite (``tests/test_store_conformance.py``): the
-embedded store (networkx in memory, SQLite on disk; the default) and the Neo4j store.
+embedded store (arrays and dicts in memory, SQLite on disk; the default) and the Neo4j store.
 """
 
 from __future__ import annotations

@@ -50,9 +50,6 @@ class Glossary:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __contains__(self, word: object) -> bool:
-        return word in self._entries
-
     def sense(self, word: str) -> str | None:
         """The first ``_SENSES_KEPT`` senses of ``word``, common readings (lower-case pinyin)
         before proper nouns (capitalised); None when the dictionary lacks it."""

@@ -875,20 +875,21 @@ class Retriever:
         cfg = self.config
         if cfg.target_weight <= 0 or not ranked:
             return None
+        pairs = self._final_step_pairs(ranked, query, vector)
+        share = cfg.target_vector_weight if weight is None else weight
+        at, evidence = weigh_final_steps([(belief, pairs[gid]) for belief, gid in ranked],
+                                         cfg.target_weight, share)
+        return ranked[at][0], ranked[at][1], evidence
+
+    def _final_step_pairs(self, ranked: Sequence[tuple[float, str]], query: str, vector: Any,
+                          ) -> dict[str, list[tuple[float, float]]]:
+        """Group id -> the (cosine, lexical) evidence of each of its final steps."""
         reads = self._reads
         finals = {gid: _final_members(reads.node(gid)) for _, gid in ranked}
         reads.fetch(vectors=[m for ids in finals.values() for m in ids])
-        lexical = dict(reads.text_search(NodeKind.SKILL, query, cfg.candidates))
-        share = cfg.target_vector_weight if weight is None else weight
-        best: tuple[float, float, str, float] | None = None
-        for belief, gid in ranked:
-            evidence = max((self._hybrid_one(m, vector, share, lexical.get(m, 0.0))[0]
-                            for m in finals[gid]), default=0.0)
-            score = weighed_belief(belief, evidence, cfg.target_weight)
-            if best is None or score > best[0] + 1e-12:
-                best = (score, belief, gid, evidence)
-        assert best is not None
-        return best[1], best[2], best[3]
+        lexical = dict(reads.text_search(NodeKind.SKILL, query, self.config.candidates))
+        return {gid: [self._hybrid_one(m, vector, 1.0, lexical.get(m, 0.0))[1:] for m in ids]
+                for gid, ids in finals.items()}
 
     def final_step_evidence(self, request: str,
                             ) -> list[tuple[float, tuple[str, ...], list[tuple[float, float]]]]:
@@ -900,21 +901,11 @@ class Retriever:
             if state.router is None:
                 return []
             vector = self.encoder.encode([request])[0]
-            reads = self._reads
             ranked = state.router.top(request, vector, 10)
-            reads.fetch(nodes=[gid for _, gid in ranked])
-            finals = {gid: _final_members(reads.node(gid)) for _, gid in ranked}
-            reads.fetch(vectors=[m for ids in finals.values() for m in ids])
-            lexical = dict(reads.text_search(NodeKind.SKILL, request, self.config.candidates))
-            out = []
-            for belief, gid in ranked:
-                record = reads.node(gid)
-                if record is None:
-                    continue
-                evidence = [self._hybrid_one(m, vector, 1.0, lexical.get(m, 0.0))[1:]
-                            for m in finals[gid]]
-                out.append((belief, tuple(record.data.get("members", ())), evidence))
-            return out
+            self._reads.fetch(nodes=[gid for _, gid in ranked])
+            pairs = self._final_step_pairs(ranked, request, vector)
+            return [(belief, tuple(record.data.get("members", ())), pairs[gid])
+                    for belief, gid in ranked if (record := self._reads.node(gid)) is not None]
 
     def _examples_of(self, gid: str, query: str, vector: Any, state: _IndexState,
                      weight: float | None) -> dict[str, tuple[float, float, float]]:
@@ -1368,9 +1359,21 @@ weighed against it: its posteriors saturate near 0 and 1 on a few examples per g
 candidate it gives 1e-12 should still win when the request plainly asks for its last step."""
 
 
-def weighed_belief(belief: float, evidence: float, weight: float) -> float:
-    """``log(belief) + weight * evidence``, the belief floored at ``BELIEF_FLOOR``."""
-    return math.log(max(belief, BELIEF_FLOOR)) + weight * evidence
+def weigh_final_steps(candidates: Sequence[tuple[float, Sequence[tuple[float, float]]]],
+                      weight: float, share: float) -> tuple[int, float]:
+    """(index, evidence) of the candidate, given as (router belief, the (cosine, lexical)
+    evidence of each final step), with the best ``log(belief) + weight * evidence``: the
+    evidence is its best final step's ``share * cosine + (1 - share) * lexical``, the belief
+    floored at ``BELIEF_FLOOR``; the first of equals wins (the router's order)."""
+    best: tuple[float, int, float] | None = None
+    for at, (belief, pairs) in enumerate(candidates):
+        evidence = max((share * cosine + (1 - share) * lexical for cosine, lexical in pairs),
+                       default=0.0)
+        score = math.log(max(belief, BELIEF_FLOOR)) + weight * evidence
+        if best is None or score > best[0] + 1e-12:
+            best = (score, at, evidence)
+    assert best is not None, "no candidates"
+    return best[1], best[2]
 
 
 def _final_members(group: NodeRecord | None) -> list[str]:

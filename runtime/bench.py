@@ -55,7 +55,7 @@ from skillgrove.graph.retrieval import (
     Retriever,
     Toolbox,
     single_step_lead,
-    weighed_belief,
+    weigh_final_steps,
 )
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
@@ -338,13 +338,9 @@ def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
     def per_row(alpha: float, share: float) -> list[float]:
         out = []
         for gold, candidates in rows:
-            def score(candidate: tuple[float, tuple[str, ...], list[tuple[float, float]]],
-                      ) -> float:
-                belief, _, evidence = candidate
-                best = max((share * c + (1 - share) * lex for c, lex in evidence), default=0.0)
-                return weighed_belief(belief, best, alpha)
-            chosen = max(candidates, key=score)  # the first of equals: the router's order
-            out.append(f1(set(chosen[1]), gold))
+            at, _ = weigh_final_steps([(belief, pairs) for belief, _, pairs in candidates],
+                                      alpha, share)
+            out.append(f1(set(candidates[at][1]), gold))
         return out
 
     router = per_row(0.0, TARGET_VECTOR_WEIGHTS[0])

@@ -72,7 +72,9 @@ def free_port() -> int:
         return port
 
 
-def start_server(folder: Path, *extra: str, ready: bool = True) -> Server:
+def start_server(folder: Path, *extra: str, ready: bool = True,
+                 library: Path = LIBRARY) -> Server:
+    """``skillgrove serve http`` on ``library``, as a user starts it."""
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     outbox = folder / "outbox"
@@ -82,14 +84,14 @@ def start_server(folder: Path, *extra: str, ready: bool = True) -> Server:
     log = folder / "server.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "http", str(LIBRARY),
+            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "http", str(library),
              "--index", str(folder / "index"), "--port", str(port), *extra],
             cwd=folder, env=env, stdout=sink, stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", process, log, folder / "index", outbox)
     try:
         _wait_for(server, "/healthz")
         if ready:
-            _wait_for(server, "/readyz")
+            _wait_for(server, "/readyz", timeout=240)
     except BaseException:
         stop_server(server)
         raise

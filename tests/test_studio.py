@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from skillgrove.runtime.paths import bundled_library
-from tests.test_http_server import Server, _wait_for, free_port, stop_server
+from tests.test_http_server import Server, start_server, stop_server
 
 pytestmark = pytest.mark.browser
 
@@ -67,34 +67,9 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def start(library: Path, folder: Path, *extra: str, ready: bool = True) -> Server:
-    """``skillgrove serve http`` on ``library``, as a user starts it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = {**os.environ, "SKILLGROVE_OUTBOX": str(folder / "outbox"), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}
-    env.pop("SKILLGROVE_TOKEN", None)
-    log = folder / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "http", str(library),
-             "--index", str(folder / "index"), "--port", str(port), *extra],
-            cwd=folder, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    running = Server(f"http://127.0.0.1:{port}", process, log, folder / "index",
-                     folder / "outbox")
-    try:
-        _wait_for(running, "/healthz")
-        if ready:
-            _wait_for(running, "/readyz", timeout=240)
-    except BaseException:
-        stop_server(running)
-        raise
-    return running
-
-
 @pytest.fixture(scope="module")
 def server(library: Path) -> Iterator[Server]:
-    running = start(library, library.parent)
+    running = start_server(library.parent, library=library)
     yield running
     stop_server(running)
 
@@ -427,7 +402,8 @@ def test_a_group_can_be_built_and_connected_with_the_keyboard_alone(page: Any) -
 def test_with_a_token_the_page_loads_and_sends_the_token(browser: Any, library: Path,
                                                          tmp_path: Path) -> None:
     token = "studio-s3cret"
-    guarded = start(library, tmp_path / "guarded", "--token", token, "--no-watch", ready=False)
+    guarded = start_server(tmp_path / "guarded", "--token", token, "--no-watch", ready=False,
+                           library=library)
     try:
         context = browser.new_context()
         page = context.new_page()

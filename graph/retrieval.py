@@ -307,7 +307,9 @@ class Retriever:
                 self.config.use_gloss else None
             glossed: tuple[str, Any] | None = None
             if gloss:
-                vector, gloss_vector = self.encoder.encode([query, gloss])
+                # The embedding reads a plainer sentence, one sense a word; BM25 gets two.
+                plain = english_gloss(request, kept=1) or gloss
+                vector, gloss_vector = self.encoder.encode([query, plain])
                 glossed = (gloss, gloss_vector)
             else:
                 vector = self.encoder.encode([query])[0]

@@ -15,6 +15,16 @@ LINES = [
     "長 长 [chang2] /long/length/",
     "騰訊 腾讯 [Teng2 xun4] /Tencent, Chinese internet company/",
     "微信 微信 [Wei1 xin4] /WeChat (messaging service of 騰訊|腾讯[Teng2 xun4])/",
+    "先頭 先头 [xian1 tou2] /ahead/in advance/",
+    "先 先 [xian1] /early/prior/",
+    "頭腦風暴 头脑风暴 [tou2 nao3 feng1 bao4] /brainstorming/",
+    "頭腦 头脑 [tou2 nao3] /brains/mind/",
+    "腦 脑 [nao3] /brain/",
+    "風暴 风暴 [feng1 bao4] /storm/",
+    "份 份 [fen4] /classifier for gifts, newspaper, papers, reports etc/share/",
+    "報告 报告 [bao4 gao4] /report/",
+    "解 解 [jie3] /to divide/to break up/to solve/",
+    "方程 方程 [fang1 cheng2] /mathematical equation/",
     "not a dictionary line",
 ]
 
@@ -45,3 +55,24 @@ def test_the_bundled_dictionary() -> None:
     gloss = english_gloss("把这个文件上传到云端")
     assert gloss is not None and "upload" in gloss and "file" in gloss
     assert english_gloss("upload this file") is None  # nothing to translate
+
+
+def test_the_cut_takes_the_fewest_words() -> None:
+    found = parse(iter(LINES))
+    # The longest match from the left would take 先头 (ahead) and split the rest.
+    assert list(found.words("先头脑风暴")) == ["先", "头脑风暴"]
+    assert found.gloss("先头脑风暴") == "early prior brainstorming"
+
+
+def test_measure_words_after_a_numeral_or_demonstrative_are_dropped() -> None:
+    found = parse(iter(LINES))
+    assert found.gloss("写一份报告") == "report"  # 写 is not in the test dictionary
+    assert found.gloss("这份报告") == "report"
+    # Not after a numeral, the word keeps its senses (the classifier one is never a gloss).
+    assert found.gloss("份") == "share"
+
+
+def test_fewer_senses_on_request() -> None:
+    found = parse(iter(LINES))
+    assert found.gloss("解方程") == "divide break up mathematical equation"
+    assert found.gloss("解方程", kept=1) == "divide mathematical equation"

@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS matrix (
 CREATE TABLE IF NOT EXISTS lexicon (
     kind TEXT PRIMARY KEY, ids TEXT NOT NULL, signature TEXT NOT NULL, terms TEXT NOT NULL,
     indptr BLOB NOT NULL, docs BLOB NOT NULL, tfs BLOB NOT NULL, lengths BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS lexicon_patch (
+    kind TEXT PRIMARY KEY, base TEXT NOT NULL, signature TEXT NOT NULL, ids TEXT NOT NULL,
+    fresh TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS projection (
     kind TEXT PRIMARY KEY, signature TEXT NOT NULL, dims INTEGER NOT NULL, basis BLOB NOT NULL,
     projected BLOB NOT NULL);
@@ -65,6 +68,15 @@ search reads arrays instead of tokenizing every text (27 s at 100k skills). ``si
 names the nodes (ids and content hashes) they were counted from; a lexicon that does not
 match the nodes (a file from before it, or one another version wrote) is not used, and the
 next sync counts it again.
+
+``lexicon_patch`` spares an edit rewriting the whole lexicon (megabytes at 10k skills, most of
+an edit's sync): it names the ``lexicon`` row it applies to (``base``, that row's signature),
+the nodes it describes (``signature``, ``ids``) and the ``fresh`` ids, a JSON list of the
+nodes whose texts are counted again from the node table (those added or edited since the base
+was counted); the other documents of the base are renumbered to ``ids`` and the removed
+dropped (:meth:`graph.bm25.Postings.replaced`, as a sync splices an edit in memory). Once the
+patch would name more than :data:`PATCH_AT_MOST` nodes the next sync writes the whole lexicon
+again.
 
 ``projection`` holds, for a kind of at least :data:`QUANTIZE_FROM` nodes, the projected matrix
 the vector search scans first (:meth:`_KindIndex.projected`), computed by the sync as a search
@@ -221,18 +233,21 @@ class EmbeddedStore:
             if record.id not in vectors and record.id not in self._vectors:
                 raise StoreError(f"sync: no vector for node {record.id!r}")
         stored = self._edges
-        wanted_edges = {edge_key(e): e for e in edges}
+        wanted_edges = {e.key: e for e in edges}
+        # An edge given as the very object this store holds is unchanged (it is held under its
+        # own key): a re-index hands most of them back (the SIMILAR_TO edges it kept), and
+        # only the others are compared, without a Python step per edge.
+        held = dict(zip(map(id, stored.values()), stored.values(), strict=True))
+        given = dict(zip(map(id, wanted_edges.values()), wanted_edges.values(), strict=True))
         new_rows: list[_EdgeRow] = []
-        still_there = 0
-        for key, e in wanted_edges.items():
-            old = stored.get(key)
-            if old is not None:
-                still_there += 1
-            if old is not e and (old is None or _edge_changed(old, e)):
+        for e in sorted((given[i] for i in given.keys() - held.keys()), key=_edge_order):
+            old = stored.get(e.key)
+            if old is None or _edge_changed(old, e):
                 props = json.dumps(dict(e.props), sort_keys=True) if e.props else "{}"
-                new_rows.append((*key, float(e.weight), props))
-        gone_edges = ([k for k in stored if k not in wanted_edges]
-                      if still_there < len(stored) else [])
+                new_rows.append((*e.key, float(e.weight), props))
+        # Gone: among the held edges not handed back, those whose key was not given at all.
+        gone_edges = sorted(key for key in (held[i].key for i in held.keys() - given.keys())
+                            if key not in wanted_edges)
         node_rows = {n.id: (n.kind.value, n.name, n.text, n.content_hash,
                             json.dumps(dict(n.data), ensure_ascii=False, sort_keys=True))
                      for n in (*added, *updated)}
@@ -249,6 +264,11 @@ class EmbeddedStore:
                              if kind in changed_kinds else self._signature(kind))
                       for kind, ids in by_kind.items()}
         stored_lexicons = dict(self._db.execute("SELECT kind, signature FROM lexicon"))
+        patches = {kind: (base, signature, fresh) for kind, base, signature, fresh
+                   in self._db.execute("SELECT kind, base, signature, fresh FROM lexicon_patch")}
+        for kind_value, (base, signature, _) in patches.items():
+            if stored_lexicons.get(kind_value) == base:
+                stored_lexicons[kind_value] = signature
         stored_projections = dict(self._db.execute("SELECT kind, signature FROM projection"))
         touched = (changed_kinds | (set(by_kind) - set(self._stored_matrix_kinds()))
                    | {k for k, s in signatures.items() if stored_lexicons.get(k.value) != s}
@@ -272,12 +292,20 @@ class EmbeddedStore:
                 matrices[kind] = ([], np.zeros((0, 0), dtype=np.float32))
             if ids:
                 postings = self._new_postings(kind, ids, wanted, fresh)
-                self._db.execute("INSERT OR REPLACE INTO lexicon VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (kind.value, json.dumps(ids), signatures[kind],
-                                  *postings.to_row()))
+                patch = self._lexicon_patch(kind, ids, fresh, patches)
+                if patch is not None:
+                    self._db.execute("INSERT OR REPLACE INTO lexicon_patch VALUES (?, ?, ?, ?, ?)",
+                                     (kind.value, patch[0], signatures[kind], json.dumps(ids),
+                                      json.dumps(patch[1])))
+                else:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO lexicon VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (kind.value, json.dumps(ids), signatures[kind], *postings.to_row()))
+                    self._db.execute("DELETE FROM lexicon_patch WHERE kind = ?", (kind.value,))
                 lexicons[kind] = (signatures[kind], postings)
             else:
                 self._db.execute("DELETE FROM lexicon WHERE kind = ?", (kind.value,))
+                self._db.execute("DELETE FROM lexicon_patch WHERE kind = ?", (kind.value,))
             if ids and len(vector_ids) >= QUANTIZE_FROM:
                 basis, projected = _project(matrices[kind][1])
                 self._db.execute("INSERT OR REPLACE INTO projection VALUES (?, ?, ?, ?, ?)",
@@ -364,6 +392,30 @@ class EmbeddedStore:
             matrix[row] = np.asarray(vector, dtype=np.float32)
         return vector_ids, matrix
 
+    def _lexicon_patch(self, kind: NodeKind, ids: Sequence[str], fresh: set[str],
+                       patches: Mapping[str, tuple[str, str, str]],
+                       ) -> tuple[str, list[str]] | None:
+        """(the base's signature, the fresh ids) of a ``lexicon_patch`` row taking the
+        stored lexicon to ``ids`` after this sync, or None when the whole lexicon must be
+        written: no stored lexicon (or patch) describes the nodes as they were before the
+        sync, or the patch would name too many nodes."""
+        before = self._signature(kind)
+        stored = self._db.execute("SELECT signature FROM lexicon WHERE kind = ?",
+                                  (kind.value,)).fetchone()
+        if stored is None:
+            return None
+        base = str(stored[0])
+        earlier: set[str] = set()
+        patch = patches.get(kind.value)
+        if base != before:
+            if patch is None or patch[0] != base or patch[1] != before:
+                return None
+            earlier = {str(i) for i in json.loads(patch[2])}
+        renewed = sorted((earlier | fresh) & set(ids))  # ``fresh``: the added and updated
+        if len(renewed) > max(PATCH_AT_MOST, 1):
+            return None
+        return base, renewed
+
     def _new_postings(self, kind: NodeKind, ids: Sequence[str], wanted: Mapping[str, NodeRecord],
                       fresh: set[str]) -> Postings:
         """The kind's BM25 counts after the sync: the stored ones with the new and updated
@@ -406,10 +458,16 @@ class EmbeddedStore:
                 if in_transaction:
                     raise
                 row = None
-        if row is None or row[1] != signature or json.loads(row[0]) != list(ids):
+        if row is None:
             return None
         try:
-            postings = Postings.from_row(*row[2:])
+            if row[1] == signature and json.loads(row[0]) == list(ids):
+                postings = Postings.from_row(*row[2:])
+            else:
+                found = self._patched_postings(kind, ids, nodes, row, signature, in_transaction)
+                if found is None:
+                    return None
+                postings = found
         except ValueError:
             return None
         if postings.size != len(ids):
@@ -417,6 +475,33 @@ class EmbeddedStore:
         if nodes is self._nodes:
             self._lexicons[kind] = (signature, postings)
         return postings
+
+    def _patched_postings(self, kind: NodeKind, ids: Sequence[str], nodes: _LazyNodes,
+                          row: tuple[str, str, str, bytes, bytes, bytes, bytes], signature: str,
+                          in_transaction: bool) -> Postings | None:
+        """The stored lexicon ``row`` with its ``lexicon_patch`` applied, when the patch
+        applies to the row and describes ``ids`` as ``signature`` names them; else None."""
+        with self._lock:
+            try:
+                patch = self._db.execute("SELECT base, signature, ids, fresh FROM lexicon_patch "
+                                         "WHERE kind = ?", (kind.value,)).fetchone()
+            except sqlite3.Error:
+                if in_transaction:
+                    raise
+                patch = None
+        if (patch is None or patch[0] != row[1] or patch[1] != signature
+                or json.loads(patch[2]) != list(ids)):
+            return None
+        renewed = {str(i) for i in json.loads(patch[3])}
+        base = Postings.from_row(*row[2:])
+        base_ids = json.loads(row[0])
+        position = {nid: i for i, nid in enumerate(ids)}
+        if base.size != len(base_ids) or not renewed <= position.keys():
+            return None
+        renumber = np.array([-1 if nid in renewed else position.get(nid, -1) for nid in base_ids],
+                            dtype=np.int64)
+        added = {position[nid]: tokenize(nodes.rows[nid][2]) for nid in renewed}
+        return base.replaced(renumber, len(ids), added)
 
     def _stored_projection(self, kind: NodeKind, nodes: _LazyNodes,
                            ) -> tuple[Vectors, Vectors] | None:
@@ -587,26 +672,23 @@ class EmbeddedStore:
         self._db.close()
 
 
+def _edge_order(edge: Edge) -> tuple[str, str, str, str]:
+    return edge.key
+
+
 def _edge_changed(old: Edge, new: Edge) -> bool:
     return old.weight != new.weight or (
         bool(old.props or new.props) and dict(old.props) != dict(new.props))
 
 
 _EDGE_KINDS = {kind.value: kind for kind in EdgeKind}
-_KIND_VALUES = {kind: kind.value for kind in EdgeKind}
-
-
-def edge_key(edge: Edge) -> tuple[str, str, str, str]:
-    """``edge.key``, computed without the enum's property (a sync computes it for every edge
-    it is given: 36k at 10k skills)."""
-    props = edge.props
-    return (_KIND_VALUES[edge.kind], edge.src, edge.dst,
-            str(props.get("group", "")) if props else "")
 
 
 def _row_edge(row: _EdgeRow) -> Edge:
     kind, src, dst, _grp, weight, props = row
-    return Edge(_EDGE_KINDS[kind], src, dst, weight, json.loads(props) if props != "{}" else {})
+    edge = Edge(_EDGE_KINDS[kind], src, dst, weight, json.loads(props) if props != "{}" else {})
+    edge.__dict__["key"] = row[:4]  # the cached ``Edge.key``: the row holds it already
+    return edge
 
 
 def _row_matrices(db: sqlite3.Connection, kinds: set[NodeKind],
@@ -793,6 +875,10 @@ def _single_blas_thread() -> None:
         threadpool_limits(limits=1, user_api="blas")
         _BLAS_LIMITED = True
 
+
+PATCH_AT_MOST = 256
+"""Nodes a ``lexicon_patch`` may name (counted again when a new process reads the lexicon,
+about 0.3 ms each) before a sync writes the whole lexicon again."""
 
 QUANTIZE_FROM = 20_000
 """Rows from which vector search scans a low-dimensional projection first and rescores the

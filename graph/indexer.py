@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from itertools import combinations
+from itertools import combinations, repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -84,7 +86,9 @@ def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges
     it was. An edge touching an affected node exists if either end chooses the other, so the
     choices of the affected nodes and of their old neighbours are computed again: a few rows
     of ``N`` each, not ``N`` rows. When much has changed the whole computation is cheaper
-    and is done instead. The edges come in no particular order."""
+    and is done instead. The edges come in no particular order; ``old_edges`` may hold
+    others (another kind's SIMILAR_TO edges): those with an end outside ``old_ids`` are left
+    out."""
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     old_matrix = np.ascontiguousarray(old_matrix, dtype=np.float32)
     if (len(ids) <= k + 1 or len(old_ids) <= k + 1 or matrix.shape[1:] != old_matrix.shape[1:]):
@@ -93,64 +97,89 @@ def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges
     if len(old_ids) == len(ids) and list(old_ids) == list(ids):  # an edit: the same rows
         common = list(ids)
         new_rows = old_rows = np.arange(len(ids), dtype=np.int64)
-        same = (old_matrix == matrix).all(axis=1)
+        same = ~(old_matrix != matrix).any(axis=1)
     else:
         old_position = {nid: i for i, nid in enumerate(old_ids)}
         common = [nid for nid in ids if nid in old_position]
         new_rows = np.array([position[nid] for nid in common], dtype=np.int64)
         old_rows = np.array([old_position[nid] for nid in common], dtype=np.int64)
-        same = ((old_matrix[old_rows] == matrix[new_rows]).all(axis=1) if common
+        same = (~(old_matrix[old_rows] != matrix[new_rows]).any(axis=1) if common
                 else np.zeros(0, dtype=bool))
     unchanged = np.zeros(len(ids), dtype=bool)
     unchanged[new_rows[same]] = True
     entering = np.nonzero(~unchanged)[0]
     leaving = [nid for nid in old_ids if nid not in position]
-    leaving += [common[i] for i in np.nonzero(~same)[0].tolist()]
-    if len(entering) + len(leaving) > max(len(ids) // 8, 1):
+    changed = [common[i] for i in np.nonzero(~same)[0].tolist()]
+    if len(entering) + len(leaving) + len(changed) > max(len(ids) // 8, 1):
         return similar_edges(ids, matrix, k, threshold, block)
 
-    def neighbours_of(names: set[str]) -> set[int]:
-        """Rows (in ``ids``) with an old edge to one of ``names``."""
-        found = {e.dst for e in old_edges if e.src in names}
-        found.update(e.src for e in old_edges if e.dst in names)
-        return {position[o] for o in found if o in position}
+    # The old edges as arrays of end rows, so that the passes below are numpy's, not one
+    # per edge: a node of ``ids`` at its row, one only in ``old_ids`` past the end; an edge
+    # with an end in neither (another kind's) is left out.
+    where = dict(position)
+    for nid in old_ids:
+        where.setdefault(nid, len(where))
+    src_all = np.fromiter(map(where.get, map(_SRC, old_edges), repeat(-1)), dtype=np.int64,
+                          count=len(old_edges))
+    dst_all = np.fromiter(map(where.get, map(_DST, old_edges), repeat(-1)), dtype=np.int64,
+                          count=len(old_edges))
+    in_old = np.zeros(len(where) + 1, dtype=bool)  # the last: an end in neither (-1)
+    in_old[[where[nid] for nid in old_ids]] = True
+    ours = np.nonzero(in_old[src_all] & in_old[dst_all])[0]
+    src, dst = src_all[ours], dst_all[ours]
+    weights = np.fromiter(map(_WEIGHT, old_edges), dtype=np.float64,
+                          count=len(old_edges))[ours]
+
+    def neighbours_of(marked: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        """Rows (in ``ids``) with an old edge to a node ``marked`` (a flag per end row)."""
+        found = np.concatenate([dst[marked[src]], src[marked[dst]]])
+        return np.unique(found[found < len(ids)])
 
     slack = _slack(matrix)
-    affected = set(entering.tolist())
+    affected = np.zeros(len(ids), dtype=bool)
+    affected[entering] = True
     if len(entering):
-        floors = _entry_floors(old_edges, position, len(ids), k, threshold) - slack
+        floors = _entry_floors(src, dst, weights, len(ids), k, threshold) - slack
         for start in range(0, len(entering), block):
             sims = matrix @ matrix[entering[start:start + block]].T
-            affected.update(np.nonzero((sims >= floors[:, None]).any(axis=1))[0].tolist())
-    affected |= neighbours_of(set(leaving))
-    touched = {ids[row] for row in affected}
-    recompute = affected | neighbours_of(touched)
-    chosen = _choose(matrix, np.array(sorted(recompute), dtype=np.int64), _id_ranks(ids), k,
+            affected |= (sims >= floors[:, None]).any(axis=1)
+    gone = np.zeros(len(where), dtype=bool)
+    gone[np.array([where[nid] for nid in (*leaving, *changed)], dtype=np.int64)] = True
+    affected[neighbours_of(gone)] = True
+    touched = np.zeros(len(where), dtype=bool)
+    touched[:len(ids)] = affected
+    recompute = affected.copy()
+    recompute[neighbours_of(touched)] = True
+    chosen = _choose(matrix, np.nonzero(recompute)[0].astype(np.int64), _id_ranks(ids), k,
                      threshold, block, slack)
-    kept = [e for e in old_edges if e.src not in touched and e.dst not in touched
-            and e.src in position and e.dst in position]
-    return kept + _as_edges(ids, {}, chosen, affected)
+    stays = (src < len(ids)) & (dst < len(ids)) & ~touched[src] & ~touched[dst]
+    kept = [old_edges[i] for i in ours[stays].tolist()]
+    return kept + _as_edges(ids, {}, chosen, set(np.nonzero(affected)[0].tolist()))
 
 
-def _entry_floors(old_edges: Sequence[Edge], position: Mapping[str, int], count: int, k: int,
-                  threshold: float) -> npt.NDArray[np.float64]:
+_SRC, _DST, _WEIGHT = attrgetter("src"), attrgetter("dst"), attrgetter("weight")
+
+
+def _entry_floors(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
+                  weights: npt.NDArray[np.float64], count: int, k: int, threshold: float,
+                  ) -> npt.NDArray[np.float64]:
     """Per row: how similar a new vector must be to enter the row's choice, from the old
-    edges alone. A node's ``k`` choices are the ``k`` heaviest edges touching it (an edge from
-    a node that chose it and outweighed its ``k``-th choice would be one of its choices), so
-    its ``k``-th heaviest edge, less the rounding of weights, bounds its ``k``-th choice from
+    edges alone (their end rows, ends at ``count`` or beyond being no row, and weights). A
+    node's ``k`` choices are the ``k`` heaviest edges touching it (an edge from a node that
+    chose it and outweighed its ``k``-th choice would be one of its choices), so its
+    ``k``-th heaviest edge, less the rounding of weights, bounds its ``k``-th choice from
     below; with fewer than ``k`` edges any vector above the threshold may enter. At 10k
     synthetic skills half the library is above the threshold of a typical vector, while a
     handful beat a node's fifth choice."""
     floors = np.full(count, threshold, dtype=np.float64)
-    if not old_edges:
+    if not len(weights):
         return floors
-    weights = np.array([e.weight for e in old_edges], dtype=np.float64)
-    end_rows = np.array([position.get(e.src, -1) for e in old_edges]
-                        + [position.get(e.dst, -1) for e in old_edges], dtype=np.int64)
+    end_rows = np.concatenate([src, dst])
     heavy = np.concatenate([weights, weights])
-    known = end_rows >= 0
+    known = end_rows < count
     end_rows, heavy = end_rows[known], heavy[known]
-    order = np.lexsort((-heavy, end_rows))
+    # By row, heaviest first: one sort of a float key (weights are cosines, in [-1, 1]).
+    order = np.argsort(end_rows * 4.0 - heavy)
     end_rows, heavy = end_rows[order], heavy[order]
     place = np.arange(len(end_rows)) - np.searchsorted(end_rows, end_rows, side="left")
     kth = place == k - 1
@@ -333,6 +362,21 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     nodes = skill_nodes + group_nodes + example_nodes
     vectors = embed_nodes(nodes, encoder, progress)
 
+    with gc_paused():
+        edges = _edges(library, skills, skill_nodes, group_nodes, vectors, co_use, similar)
+        # History may name skills that are not indexed (rejected, removed, an id that
+        # changed): an edge is written only between nodes that exist.
+        known = {n.id for n in nodes}
+        edges = [e for e in edges if e.src in known and e.dst in known]
+    return nodes, vectors, edges
+
+
+def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[NodeRecord],
+           group_nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
+           co_use: Mapping[tuple[str, str], float] | None, similar: SimilarSource | None,
+           ) -> list[Edge]:
+    """The edges of :func:`build_graph`: CONTAINS and FLOWS_TO from the groups, declared
+    prerequisites, SIMILAR_TO (from ``similar`` when given), CO_USED."""
     edges: list[Edge] = []
     memberships: list[list[str]] = []
     for group in library.groups.values():
@@ -364,36 +408,47 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
             edges.extend(similar(kind, ids, matrix) if similar is not None
                          else similar_edges(ids, matrix))
     edges.extend(co_used_edges(memberships, co_use))
-    # History may name skills that are not indexed (rejected, removed, an id that changed): an
-    # edge is written only between nodes that exist.
-    known = {n.id for n in nodes}
-    edges = [e for e in edges if e.src in known and e.dst in known]
-    return nodes, vectors, edges
+    return edges
 
 
 def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge], *also: str) -> str:
     """A digest of the indexed content (and of ``also``: the model, the router), so the same
     library indexed the same way gives the same value. Edges count as a store keeps them: one
     per key, the last given (a group that uses a skill twice lists its edges twice), so the
-    value can be checked against what a store holds."""
-    hasher = hashlib.sha256("\0".join(also).encode())
-    lines = sorted(f"{node.id}\0{node.content_hash}\n" for node in nodes)
-    hasher.update("".join(lines).encode("utf-8", "surrogatepass"))
-    stored = {_edge_key(edge): edge.weight for edge in edges}
-    lines = sorted(f"{kind}\0{src}\0{dst}\0{group}\0{weight}\n"
-                   for (kind, src, dst, group), weight in stored.items())
-    hasher.update("".join(lines).encode("utf-8", "surrogatepass"))
+    value can be checked against what a store holds.
+
+    Order does not matter: the nodes' and the edges' 128-bit digests (``NodeRecord.digest``,
+    ``Edge.digest``, each computed once per record) are added up, so a re-index that keeps
+    most records pays a sum, not a sort and a hash of every line (0.1 s at 10k skills)."""
+    mask = (1 << 128) - 1
+    by_id = {node.id: node for node in nodes}
+    node_sum = sum(node.digest for node in by_id.values()) & mask
+    by_key = {edge.key: edge for edge in edges}
+    edge_sum = sum(edge.digest for edge in by_key.values()) & mask
+    hasher = hashlib.sha256(f"{GENERATION_VERSION}\0".encode())
+    hasher.update("\0".join(also).encode("utf-8", "surrogatepass"))
+    hasher.update(f"\0{len(by_id)}:{node_sum:x}\0{len(by_key)}:{edge_sum:x}".encode())
     return hasher.hexdigest()[:16]
 
 
-_KIND_VALUES = {kind: kind.value for kind in EdgeKind}
+GENERATION_VERSION = "sum-128-1"
+"""Names how :func:`generation` combines its parts."""
 
 
-def _edge_key(edge: Edge) -> tuple[str, str, str, str]:
-    """``edge.key`` without the enum's property: :func:`generation` keys every edge."""
-    props = edge.props
-    return (_KIND_VALUES[edge.kind], edge.src, edge.dst,
-            str(props.get("group", "")) if props else "")
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a re-index computes, compares and writes its
+    tens of thousands of records (edges, keys, rows), which reference counting frees: in a
+    process holding a model and a 10k library a full collection took about 80 ms and came
+    about once per edited skill, a third of the edit. The encoder runs outside it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def fit_router(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
@@ -491,10 +546,13 @@ class StoredSimilar:
             return similar_edges(ids, matrix)
         old_key, old_ids, old_matrix, old_edges = stored
         if old_key == key:
-            return old_edges
+            members = set(old_ids)
+            return [e for e in old_edges if e.src in members and e.dst in members]
         return updated_similar_edges(old_ids, old_matrix, old_edges, ids, matrix)
 
     def _stored(self, kind: NodeKind) -> tuple[str, list[str], Vectors, list[Edge]] | None:
+        """(key, ids, matrix, every stored SIMILAR_TO edge, this kind's among others) of the
+        kind's stored SIMILAR_TO computation, when the stored vectors match its key."""
         old_key = self.store.get_meta(f"{SIMILAR_KEY}:{kind.value}")
         listed = self.store.get_meta(f"{SIMILAR_IDS_KEY}:{kind.value}")
         if not old_key or not listed:
@@ -510,9 +568,7 @@ class StoredSimilar:
             return None
         if similar_key(old_ids, old_matrix) != old_key:
             return None
-        members = set(old_ids)
-        old_edges = [e for e in self._similar_edges() if e.src in members and e.dst in members]
-        return old_key, old_ids, old_matrix, old_edges
+        return old_key, old_ids, old_matrix, self._similar_edges()
 
     def _similar_edges(self) -> list[Edge]:
         """The stored SIMILAR_TO edges, read once while the store's generation (a digest of
@@ -560,14 +616,16 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     before = getattr(encoder, "embedded", 0)
     similar = stored_similar(store)
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs, similar)
-    text, fitted_on = router_text(store, nodes, vectors)
-    router_digest = digest(text) if text else ""
-    entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest, ROUTER_INPUT_KEY: fitted_on,
-               GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),
-               "model": encoder.name, "roots": "\n".join(str(r) for r in library.roots),
-               **similar.meta, **(meta or {})}
-    with write_lock or nullcontext():
-        report = store.sync(nodes, vectors, edges, entries)
+    with gc_paused():
+        text, fitted_on = router_text(store, nodes, vectors)
+        router_digest = digest(text) if text else ""
+        entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest,
+                   ROUTER_INPUT_KEY: fitted_on,
+                   GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),
+                   "model": encoder.name, "roots": "\n".join(str(r) for r in library.roots),
+                   **similar.meta, **(meta or {})}
+        with write_lock or nullcontext():
+            report = store.sync(nodes, vectors, edges, entries)
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),
                        sum(1 for n in nodes if n.kind is NodeKind.GROUP),
                        getattr(encoder, "embedded", 0) - before, time.perf_counter() - started)

@@ -69,14 +69,22 @@ import threading
 import tomllib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Result, RoutingControl
+from neo4j import (
+    READ_ACCESS,
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    Result,
+    RoutingControl,
+    Session,
+)
 from neo4j.exceptions import (
     AuthError,
     ConfigurationError,
@@ -243,6 +251,8 @@ class Neo4jStore:
         self._vector_dims: dict[NodeKind, int] = {}
         self._cache = _ReadCache(None)
         self._cache_lock = threading.Lock()
+        self._local = threading.local()
+        self._read_sessions: list[Session] = []
         try:
             self.server_version = self._check_server()
             self._version = cypher.parse_version(self.server_version)
@@ -319,19 +329,46 @@ class Neo4jStore:
         return f"Neo4j at {self.uri}: cannot {action}{after}: {_first_line(exc)}"
 
     def _read(self, statement: Statement) -> list[dict[str, Any]]:
-        """A read in one round trip (an auto-commit query); when the connection turns out to
-        be stale or the server busy, once more as a managed transaction, which the driver
-        retries. Each search makes several reads, so the round trip counts."""
+        """A read in one round trip (an auto-commit query, in this thread's read session);
+        when the connection turns out to be stale or the server busy, once more as a managed
+        transaction, which the driver retries. Each search makes several reads, so the round
+        trip counts."""
         query, params = statement
         try:
-            with self._driver.session(
-                    database=self.database, default_access_mode=READ_ACCESS,
-                    bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
-                return _rows(session.run(query, params))
+            return _rows(self._read_session().run(query, params))
         except (ServiceUnavailable, SessionExpired, TransientError):
+            self._drop_read_session()
             return self._driver.execute_query(
                 query, params, routing_=RoutingControl.READ, database_=self.database,
                 result_transformer_=_rows)
+        except BaseException:
+            self._drop_read_session()
+            raise
+
+    def _read_session(self) -> Session:
+        """This thread's session for reads, opened on its first read and kept: opening one
+        per read cost about half a millisecond of each round trip. It shares the driver's
+        bookmark manager with every write here, so a read still follows the last sync; a
+        session holds a connection only while a result is being read (a result is always
+        read to its end), and one that failed is dropped."""
+        session: Session | None = getattr(self._local, "session", None)
+        if session is None or session.closed():
+            session = self._driver.session(
+                database=self.database, default_access_mode=READ_ACCESS,
+                bookmark_manager=self._driver.execute_query_bookmark_manager)
+            self._local.session = session
+            with self._cache_lock:
+                self._read_sessions = [s for s in self._read_sessions if not s.closed()]
+                self._read_sessions.append(session)
+        return session
+
+    def _drop_read_session(self) -> None:
+        session: Session | None = getattr(self._local, "session", None)
+        self._local.session = None
+        if session is not None:
+            # A session that failed may fail to close too; its connection is dropped anyway.
+            with suppress(Neo4jError, DriverError, OSError):
+                session.close()
 
     def _write(self, statement: Statement) -> list[dict[str, Any]]:
         query, params = statement
@@ -618,7 +655,9 @@ class Neo4jStore:
                     hits = sorted(row["hits"], key=lambda h: (-h["score"], h["id"]))
                     dense_out[kind] = [(h["id"], cypher.cosine_from_score(h["score"]))
                                        for h in hits]
-                    cache.remember_nodes({h["id"]: _record_from_row(h) for h in hits})
+                    if cache.token is not None:  # records already kept are not decoded again
+                        cache.remember_nodes({h["id"]: _record_from_row(h) for h in hits
+                                              if cache.nodes.get(h["id"]) is None})
                 elif row["part"] == "text":
                     kind = NodeKind(row["kind"])
                     vocabulary = json.loads(row["statistics"] or "{}")
@@ -832,6 +871,11 @@ class Neo4jStore:
             self._write(cypher.delete_all())
 
     def close(self) -> None:
+        with self._cache_lock:
+            sessions, self._read_sessions = self._read_sessions, []
+        for session in sessions:
+            with suppress(Neo4jError, DriverError, OSError):
+                session.close()
         if self._owns_driver:
             self._driver.close()
 

@@ -179,6 +179,27 @@ def test_rescoring_gives_the_embedded_stores_scores(query: str) -> None:
     assert [s for _, s in mine] == pytest.approx([s for _, s in expected], abs=1e-9)
 
 
+def test_rescoring_counts_a_term_repeated_in_a_row() -> None:
+    """Stored tokens where a query term occurs in runs of one to five (" pdf pdf " shares a
+    space between its two matches) score as the embedded BM25 scores them."""
+    documents = [["pdf"] * run + ["report"] + ["pdf"] * (5 - run) + ["x"] * run
+                 for run in range(1, 6)]
+    documents += [["report", "report", "pdf", "report"], ["pdfs", "pdf", "apdf"],
+                  ["x", "pdf", "pdf", "y"], ["x", "y"]]
+    tokens = ["pdf", "report", "pdf"]
+    dfs = {t: sum(1 for d in documents if t in d) for t in set(tokens)}
+    stats = cypher.vocabulary_statistics(documents)
+    idfs = cypher.term_idfs(tokens, len(documents), dfs, stats["mean_idf"])
+    candidates = {f"d{i}": " ".join(d) for i, d in enumerate(documents)}
+    mine = cypher.bm25_scores(candidates, tokens, idfs, stats, 10)
+    bm25 = BM25(documents)
+    best = bm25.max_score(tokens)
+    expected = [(f"d{i}", score / best) for i, score in bm25.top(tokens, 10)]
+    assert len(mine) == len(documents) - 1
+    assert [i for i, _ in mine] == [i for i, _ in expected]
+    assert [s for _, s in mine] == pytest.approx([s for _, s in expected], abs=1e-9)
+
+
 def test_the_boosts_make_lucene_weigh_terms_by_our_idf() -> None:
     idfs = {"pdf": 2.0, "周报": 0.5, "c++": 1.0, "common": -0.1}
     dfs = {"pdf": 3, "周报": 1, "c++": 2, "common": 40}

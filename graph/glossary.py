@@ -31,14 +31,14 @@ _LONGEST = 8
 longer entries are idioms and names)."""
 
 _SKIPPED_SENSES = ("variant of", "old variant", "surname ", "abbr. for", "see ", "used in ",
-                   "CL:", "classifier for", "(classifier)", "Japanese variant", "also written", "erhua variant", "(bound form)")
+                   "CL:", "classifier for", "(classifier)", "Japanese variant", "also written",
+                   "erhua variant", "(bound form)")
 """Senses that name another entry instead of giving a meaning."""
 _FUNCTION_WORDS = frozenset("的 了 吗 呢 吧 啊 把 被 将 给 让 着 过 地 得 之 也 都 就 还 又 很 请 帮 我 你 "
                             "他 她 它 们 这 那 个 些 一 是 在 和 与 及 或 里 到 从 用 来 去 张 次 "
-                            "帮我 一个 一张 这个 那个 这次".split())
+                            "帮我 一个 一张 这个 那个 这次 要 想 能 会 可以 一下 然后".split())
 """Words whose senses are grammar, not task (particles, pronouns, "want to", "do a bit"): they
 are dropped, not glossed."""
-_FUNCTION_WORDS |= frozenset("要 想 能 会 可以 一下 然后".split())
 _NUMERALS = frozenset("一二两三四五六七八九十百千万几每各某半")
 _COUNTERS = frozenset("这 那 哪 每 各 某 此 该 这些 那些".split())
 """What a measure word follows: numerals (the last character of 一, 十二, 几) and demonstratives."""

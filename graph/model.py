@@ -34,7 +34,6 @@ class _computed_once(Generic[_T]):
         return value
 
 
-
 class NodeKind(StrEnum):
     SKILL = "skill"
     GROUP = "group"

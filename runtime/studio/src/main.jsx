@@ -186,11 +186,11 @@ function Library({ groups, drafts, skills, onOpen, onApprove, onDiscard }) {
                   <td><span className={`status ${d.valid ? "valid" : "errors"}`}>{d.valid ? "passes" : `${d.errors} errors`}</span></td>
                   <td>{d.members.join(" → ")}</td>
                   <td>{d.description || ""}</td>
-                  <td className="row">
+                  <td><div className="row">
                     <button type="button" onClick={() => onOpen(d.id)} aria-label={`Edit draft ${d.id}`}>Edit</button>
                     <button type="button" onClick={() => onApprove(d.id)} disabled={!d.valid} aria-label={`Approve draft ${d.id}`}>Approve</button>
                     <button type="button" onClick={() => setDiscarding(d.id)} aria-label={`Discard draft ${d.id}`}>Discard</button>
-                  </td>
+                  </div></td>
                 </tr>
               ))}
             </tbody>
@@ -218,7 +218,7 @@ function Library({ groups, drafts, skills, onOpen, onApprove, onDiscard }) {
                 <td>{Object.keys((s.output_schema && s.output_schema.properties) || {}).join(", ")}</td>
                 <td>{!s.runnable ? "instructions only" : s.available ? "yes" : `no: ${s.unavailable_reasons.join("; ")}`}</td>
                 <td>{s.description}</td>
-                <td data-testid={`impact-${s.name}`}>{impact[s.name] ? <ImpactText impact={impact[s.name]} onOpen={onOpen} /> : (
+                <td className="used-by" data-testid={`impact-${s.name}`}>{impact[s.name] ? <ImpactText impact={impact[s.name]} onOpen={onOpen} /> : (
                   <button type="button" onClick={() => showImpact(s.name)} aria-label={`Which groups use ${s.name}?`}>Show</button>)}</td>
               </tr>
             ))}

@@ -33,7 +33,14 @@ from threadpoolctl import threadpool_limits
 from skillgrove.graph.bm25 import BM25, Postings
 from skillgrove.graph.embeddings import Vectors
 from skillgrove.graph.errors import StoreError
-from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.model import (
+    Edge,
+    EdgeKind,
+    NodeKind,
+    NodeRecord,
+    SyncReport,
+    vector_digest,
+)
 from skillgrove.graph.runlog import make_private_folder
 from skillgrove.graph.text import query_tokens, tokenize
 
@@ -138,6 +145,7 @@ class EmbeddedStore:
         self._projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
         self._signatures: dict[NodeKind, str] = {}
         self._matrices = matrices
+        self._digests: dict[NodeKind, tuple[int, ...]] = {}
         self._vectors = _RowVectors(matrices)
         self._edge_rows = edges
         self._edge_map: dict[tuple[str, str, str, str], Edge] | None = None
@@ -277,9 +285,10 @@ class EmbeddedStore:
         matrices: dict[NodeKind, tuple[list[str], Vectors]] = {}
         lexicons: dict[NodeKind, tuple[str, Postings]] = {}
         projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
+        digests: dict[NodeKind, tuple[int, ...]] = {}
         for kind in sorted(touched, key=lambda k: k.value):
             ids = by_kind.get(kind, [])
-            vector_ids, matrix = self._new_matrix(kind, ids, vectors, fresh)
+            vector_ids, matrix, origin = self._new_matrix(kind, ids, vectors, fresh)
             if vector_ids:
                 blob = np.ascontiguousarray(matrix, dtype=np.float32)
                 if not self._write_rows_in_place(kind, vector_ids, blob, fresh):
@@ -287,6 +296,9 @@ class EmbeddedStore:
                                      (kind.value, json.dumps(vector_ids), blob.shape[1],
                                       blob.tobytes()))
                 matrices[kind] = (vector_ids, blob)
+                kept_digests = self._digests.get(kind)
+                if kept_digests is not None:
+                    digests[kind] = _carried_digests(kept_digests, origin, vector_ids, blob)
             else:
                 self._db.execute("DELETE FROM matrix WHERE kind = ?", (kind.value,))
                 matrices[kind] = ([], np.zeros((0, 0), dtype=np.float32))
@@ -326,7 +338,7 @@ class EmbeddedStore:
                             tuple(removed), len(wanted) - len(added) - len(updated),
                             len(new_rows), len(gone_edges))
         return report, _Change(node_rows, removed, matrices, lexicons, new_rows, gone_edges,
-                               dict(meta), signatures, projections)
+                               dict(meta), signatures, projections, digests)
 
     def _write_rows_in_place(self, kind: NodeKind, vector_ids: Sequence[str], matrix: Vectors,
                              fresh: set[str]) -> bool:
@@ -352,17 +364,20 @@ class EmbeddedStore:
         return True
 
     def _new_matrix(self, kind: NodeKind, ids: Sequence[str], vectors: Mapping[str, Vectors],
-                    fresh: set[str]) -> tuple[list[str], Vectors]:
+                    fresh: set[str]) -> tuple[list[str], Vectors, npt.NDArray[np.int64]]:
         """The kind's matrix after the sync: the stored rows of unchanged nodes (copied by
-        numpy), the given vectors of new and updated ones."""
+        numpy), the given vectors of new and updated ones; and each row's origin, its row in
+        the stored matrix or -1 for a given vector."""
         old_ids, old_matrix = self._matrices.get(kind, ([], None))
         if old_matrix is not None and len(old_ids) == len(ids) and old_ids == list(ids):
             # The same nodes (an edit): a copy of the stored rows, the fresh ones replaced.
             matrix = old_matrix.copy()
+            origin = np.arange(len(ids), dtype=np.int64)
             for at, nid in enumerate(ids):
                 if nid in fresh and (vector := vectors.get(nid)) is not None:
                     matrix[at] = np.asarray(vector, dtype=np.float32)
-            return list(ids), matrix
+                    origin[at] = -1
+            return list(ids), matrix, origin
         old_row = {nid: i for i, nid in enumerate(old_ids)}
         vector_ids: list[str] = []
         keep_new: list[int] = []
@@ -381,16 +396,18 @@ class EmbeddedStore:
             else:
                 continue
             vector_ids.append(nid)
+        origin = np.full(len(vector_ids), -1, dtype=np.int64)
         if not vector_ids:
-            return [], np.zeros((0, 0), dtype=np.float32)
+            return [], np.zeros((0, 0), dtype=np.float32), origin
         dims = (old_matrix.shape[1] if keep_old and old_matrix is not None
                 else len(np.asarray(given[0][1])))
         matrix = np.empty((len(vector_ids), dims), dtype=np.float32)
         if keep_old and old_matrix is not None:
             matrix[keep_new] = old_matrix[keep_old]
+            origin[keep_new] = keep_old
         for row, vector in given:
             matrix[row] = np.asarray(vector, dtype=np.float32)
-        return vector_ids, matrix
+        return vector_ids, matrix, origin
 
     def _lexicon_patch(self, kind: NodeKind, ids: Sequence[str], fresh: set[str],
                        patches: Mapping[str, tuple[str, str, str]],
@@ -549,6 +566,9 @@ class EmbeddedStore:
                                         if nid not in gone})
         self._matrices = {**self._matrices, **change.matrices}
         self._matrices = {k: v for k, v in self._matrices.items() if v[0]}
+        self._digests = {k: v for k, v in {**self._digests, **change.digests}.items()
+                         if k in self._matrices and (k in change.digests
+                                                     or k not in change.matrices)}
         self._vectors = self._vectors.with_matrices(self._matrices)
         self._lexicons = {**self._lexicons, **change.lexicons}
         self._projections = {**self._projections, **change.projections}
@@ -615,6 +635,29 @@ class EmbeddedStore:
 
     def vectors(self, ids: Iterable[str]) -> dict[str, Vectors]:
         return {nid: vector for nid in ids if (vector := self.vector(nid)) is not None}
+
+    def vector_digests(self, kind: NodeKind,
+                       ) -> tuple[list[str], Vectors, tuple[int, ...]] | None:
+        """(ids, matrix, digests): the kind's stored vectors, one row per id in that order (a
+        read-only view), and each row's :func:`graph.model.vector_digest` (None without
+        vectors of the kind). The digests are computed here from the bytes this store holds,
+        once per matrix it reads, and a sync carries those of the rows it keeps over to the
+        new matrix, computing only the written rows': they always describe the vectors a
+        search uses, so ``graph.indexer.StoredSimilar`` checks a stored SIMILAR_TO key
+        against them instead of hashing the matrix again."""
+        self._refresh()
+        with self._lock:
+            found = self._matrices.get(kind)
+            if found is None or not found[0]:
+                return None
+            ids, matrix = found
+            digests = self._digests.get(kind)
+            if digests is None:
+                digests = self._digests[kind] = tuple(
+                    vector_digest(nid, row) for nid, row in zip(ids, matrix, strict=True))
+            view = matrix.view()
+            view.flags.writeable = False
+            return ids, view, digests
 
     def matrix_rows(self, ids: Sequence[str]) -> Vectors | None:
         """The stored vectors of ``ids`` (of one kind) as one matrix, rows in that order, or
@@ -774,6 +817,23 @@ class _Change:
     meta: dict[str, str]
     signatures: dict[NodeKind, str]
     projections: dict[NodeKind, tuple[str, Vectors, Vectors]]
+    digests: dict[NodeKind, tuple[int, ...]]
+    """The new matrices' row digests, where the old ones were known (see
+    :meth:`EmbeddedStore.vector_digests`)."""
+
+
+def _carried_digests(old: tuple[int, ...], origin: npt.NDArray[np.int64], ids: Sequence[str],
+                     matrix: Vectors) -> tuple[int, ...]:
+    """The row digests of a new matrix: a row copied from the old matrix (``origin``, its old
+    row, or -1) keeps its digest, the others are computed."""
+    kept = origin >= 0
+    if len(origin) == len(old) and np.array_equal(origin[kept], np.nonzero(kept)[0]):
+        digests = list(old)  # the rows in place (an edit)
+    else:
+        digests = [old[row] if row >= 0 else 0 for row in origin.tolist()]
+    for row in np.nonzero(~kept)[0].tolist():
+        digests[row] = vector_digest(ids[row], matrix[row])
+    return tuple(digests)
 
 
 def _signature(ids: Sequence[str], digests: Sequence[str]) -> str:

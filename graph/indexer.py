@@ -6,8 +6,9 @@ import gc
 import hashlib
 import json
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from itertools import combinations, repeat
 from operator import attrgetter
@@ -24,7 +25,14 @@ from skillgrove.graph.learning import (
     quality_from_runs,
     runs_as_history,
 )
-from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+from skillgrove.graph.model import (
+    Edge,
+    EdgeKind,
+    NodeKind,
+    NodeRecord,
+    SyncReport,
+    vector_digest,
+)
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library
@@ -64,12 +72,59 @@ def similar_edges(ids: Sequence[str], matrix: Vectors, k: int = SIMILAR_K,
     ``N**2``), only finds the candidates. ``tests/test_scale.py`` and
     ``tests/test_incremental_similar.py`` check against brute force.
     """
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    return _computed(list(ids), np.ascontiguousarray(matrix, dtype=np.float32), k, threshold,
+                     block).edges
+
+
+@dataclass(frozen=True)
+class _Similar:
+    """SIMILAR_TO edges over ``ids`` as an update reads them: beside the edges, each one's
+    end rows in ``ids`` and its weight, as arrays (an update's passes are then numpy's, not
+    one per edge)."""
+
+    ids: list[str]
+    edges: list[Edge]
+    src: npt.NDArray[np.int64]
+    dst: npt.NDArray[np.int64]
+    weights: npt.NDArray[np.float64]
+
+    @classmethod
+    def of_edges(cls, ids: Sequence[str], edges: Sequence[Edge]) -> _Similar:
+        """Those of ``edges`` with both ends in ``ids`` (a pass per edge)."""
+        position = {nid: i for i, nid in enumerate(ids)}
+        src = np.fromiter(map(position.get, map(_SRC, edges), repeat(-1)), dtype=np.int64,
+                          count=len(edges))
+        dst = np.fromiter(map(position.get, map(_DST, edges), repeat(-1)), dtype=np.int64,
+                          count=len(edges))
+        ours = np.nonzero((src >= 0) & (dst >= 0))[0]
+        weights = np.fromiter(map(_WEIGHT, edges), dtype=np.float64, count=len(edges))
+        return cls(list(ids), list(map(edges.__getitem__, ours.tolist())), src[ours], dst[ours],
+                   weights[ours])
+
+    def reordered(self, ids: list[str]) -> _Similar:
+        """The same edges over ``ids``, the same nodes in another order."""
+        if ids == self.ids:
+            return self
+        position = {nid: i for i, nid in enumerate(ids)}
+        row = np.fromiter(map(position.__getitem__, self.ids), dtype=np.int64,
+                          count=len(self.ids))
+        return _Similar(ids, self.edges, row[self.src], row[self.dst], self.weights)
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def _computed(ids: list[str], matrix: Vectors, k: int, threshold: float, block: int,
+              rank: npt.NDArray[np.int64] | None = None, slack: float | None = None,
+              ) -> _Similar:
+    """:func:`similar_edges`, the whole computation, with the edges' rows."""
     if len(ids) < 2:
-        return []
+        return _Similar(ids, [], _NO_ROWS, _NO_ROWS, np.zeros(0))
     rows = np.arange(len(ids), dtype=np.int64)
-    chosen = _choose(matrix, rows, _id_ranks(ids), k, threshold, block)
-    return _as_edges(ids, {}, chosen, None)
+    chosen = _choose(matrix, rows, _id_ranks(ids) if rank is None else rank, k, threshold,
+                     block, slack)
+    edges, src, dst, weights = _chosen_edges(ids, chosen, None)
+    return _Similar(ids, edges, src, dst, weights)
 
 
 def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges: Sequence[Edge],
@@ -77,7 +132,43 @@ def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges
                           threshold: float = SIMILAR_THRESHOLD, block: int = SIMILAR_BLOCK,
                           ) -> list[Edge]:
     """:func:`similar_edges` of ``ids``/``matrix``, given ``old_edges``, its result for
-    ``old_ids``/``old_matrix``: only rows whose choice can have changed are computed again.
+    ``old_ids``/``old_matrix``: only rows whose choice can have changed are computed again
+    (see :func:`_updated`). When much has changed the whole computation is cheaper and is
+    done instead. The edges come in no particular order; ``old_edges`` may hold others
+    (another kind's SIMILAR_TO edges): those with an end outside ``old_ids`` are left out."""
+    ids = list(ids)
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    old_matrix = np.ascontiguousarray(old_matrix, dtype=np.float32)
+    if matrix.shape[1:] == old_matrix.shape[1:]:
+        updated = _updated(_Similar.of_edges(old_ids, old_edges), ids, matrix,
+                           _unchanged_rows(old_ids, old_matrix, ids, matrix), k, threshold,
+                           block)
+        if updated is not None:
+            return updated.edges
+    return similar_edges(ids, matrix, k, threshold, block)
+
+
+def _unchanged_rows(old_ids: Sequence[str], old_matrix: Vectors, ids: Sequence[str],
+                    matrix: Vectors) -> npt.NDArray[np.bool_]:
+    """Per row of ``ids``: whether the node was in ``old_ids`` with the same vector."""
+    if len(old_ids) == len(ids) and list(old_ids) == list(ids):  # an edit: the same rows
+        same: npt.NDArray[np.bool_] = ~(old_matrix != matrix).any(axis=1)
+        return same
+    old_position = {nid: i for i, nid in enumerate(old_ids)}
+    unchanged = np.zeros(len(ids), dtype=bool)
+    pairs = [(i, old_position[nid]) for i, nid in enumerate(ids) if nid in old_position]
+    if pairs:
+        new_rows, old_rows = (np.array(side, dtype=np.int64) for side in zip(*pairs, strict=True))
+        unchanged[new_rows] = ~(old_matrix[old_rows] != matrix[new_rows]).any(axis=1)
+    return unchanged
+
+
+def _updated(old: _Similar, ids: list[str], matrix: Vectors, unchanged: npt.NDArray[np.bool_],
+             k: int, threshold: float, block: int, rank: npt.NDArray[np.int64] | None = None,
+             slack: float | None = None) -> _Similar | None:
+    """:func:`similar_edges` of ``ids``/``matrix`` from ``old``, that of the old nodes, where
+    ``unchanged`` flags the rows of ``ids`` whose node had the same vector among them; None
+    when so much changed that the whole computation is cheaper.
 
     A node's choice (its top ``k`` above ``threshold``) changes only if a new vector enters
     it (one at least as similar to the node as its ``k``-th choice, see
@@ -85,76 +176,85 @@ def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges
     changed one); those nodes are "affected". An edge between two unaffected nodes stands as
     it was. An edge touching an affected node exists if either end chooses the other, so the
     choices of the affected nodes and of their old neighbours are computed again: a few rows
-    of ``N`` each, not ``N`` rows. When much has changed the whole computation is cheaper
-    and is done instead. The edges come in no particular order; ``old_edges`` may hold
-    others (another kind's SIMILAR_TO edges): those with an end outside ``old_ids`` are left
-    out."""
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    old_matrix = np.ascontiguousarray(old_matrix, dtype=np.float32)
-    if (len(ids) <= k + 1 or len(old_ids) <= k + 1 or matrix.shape[1:] != old_matrix.shape[1:]):
-        return similar_edges(ids, matrix, k, threshold, block)
-    position = {nid: i for i, nid in enumerate(ids)}
-    if len(old_ids) == len(ids) and list(old_ids) == list(ids):  # an edit: the same rows
-        common = list(ids)
-        new_rows = old_rows = np.arange(len(ids), dtype=np.int64)
-        same = ~(old_matrix != matrix).any(axis=1)
+    of ``N`` each, not ``N`` rows."""
+    count = len(ids)
+    if count <= k + 1 or len(old.ids) <= k + 1:
+        return None
+    # The old nodes numbered as the new rows, one only among the old past the end.
+    leaving: list[int] = []
+    if old.ids == ids:
+        src, dst = old.src, old.dst
+        was_old = np.ones(count, dtype=bool)
     else:
-        old_position = {nid: i for i, nid in enumerate(old_ids)}
-        common = [nid for nid in ids if nid in old_position]
-        new_rows = np.array([position[nid] for nid in common], dtype=np.int64)
-        old_rows = np.array([old_position[nid] for nid in common], dtype=np.int64)
-        same = (~(old_matrix[old_rows] != matrix[new_rows]).any(axis=1) if common
-                else np.zeros(0, dtype=bool))
-    unchanged = np.zeros(len(ids), dtype=bool)
-    unchanged[new_rows[same]] = True
+        position = {nid: i for i, nid in enumerate(ids)}
+        where = np.fromiter(map(position.get, old.ids, repeat(-1)), dtype=np.int64,
+                            count=len(old.ids))
+        gone_rows = np.nonzero(where < 0)[0]
+        where[gone_rows] = count + np.arange(len(gone_rows))
+        leaving = where[gone_rows].tolist()
+        src, dst = where[old.src], where[old.dst]
+        was_old = np.zeros(count + len(gone_rows), dtype=bool)
+        was_old[where] = True
+    ends = len(was_old)
     entering = np.nonzero(~unchanged)[0]
-    leaving = [nid for nid in old_ids if nid not in position]
-    changed = [common[i] for i in np.nonzero(~same)[0].tolist()]
-    if len(entering) + len(leaving) + len(changed) > max(len(ids) // 8, 1):
-        return similar_edges(ids, matrix, k, threshold, block)
-
-    # The old edges as arrays of end rows, so that the passes below are numpy's, not one
-    # per edge: a node of ``ids`` at its row, one only in ``old_ids`` past the end; an edge
-    # with an end in neither (another kind's) is left out.
-    where = dict(position)
-    for nid in old_ids:
-        where.setdefault(nid, len(where))
-    src_all = np.fromiter(map(where.get, map(_SRC, old_edges), repeat(-1)), dtype=np.int64,
-                          count=len(old_edges))
-    dst_all = np.fromiter(map(where.get, map(_DST, old_edges), repeat(-1)), dtype=np.int64,
-                          count=len(old_edges))
-    in_old = np.zeros(len(where) + 1, dtype=bool)  # the last: an end in neither (-1)
-    in_old[[where[nid] for nid in old_ids]] = True
-    ours = np.nonzero(in_old[src_all] & in_old[dst_all])[0]
-    src, dst = src_all[ours], dst_all[ours]
-    weights = np.fromiter(map(_WEIGHT, old_edges), dtype=np.float64,
-                          count=len(old_edges))[ours]
+    changed = entering[was_old[entering]]
+    if len(entering) + len(leaving) + len(changed) > max(count // 8, 1):
+        return None
+    weights = old.weights
 
     def neighbours_of(marked: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Rows (in ``ids``) with an old edge to a node ``marked`` (a flag per end row)."""
         found = np.concatenate([dst[marked[src]], src[marked[dst]]])
-        return np.unique(found[found < len(ids)])
+        return np.unique(found[found < count])
 
-    slack = _slack(matrix)
-    affected = np.zeros(len(ids), dtype=bool)
+    if slack is None:
+        slack = _slack(matrix)
+    affected = np.zeros(count, dtype=bool)
     affected[entering] = True
     if len(entering):
-        floors = _entry_floors(src, dst, weights, len(ids), k, threshold) - slack
+        floors = _entry_floors(src, dst, weights, count, k, threshold) - slack
         for start in range(0, len(entering), block):
             sims = matrix @ matrix[entering[start:start + block]].T
             affected |= (sims >= floors[:, None]).any(axis=1)
-    gone = np.zeros(len(where), dtype=bool)
-    gone[np.array([where[nid] for nid in (*leaving, *changed)], dtype=np.int64)] = True
+    gone = np.zeros(ends, dtype=bool)
+    gone[leaving] = True
+    gone[changed] = True
     affected[neighbours_of(gone)] = True
-    touched = np.zeros(len(where), dtype=bool)
-    touched[:len(ids)] = affected
+    touched = np.zeros(ends, dtype=bool)
+    touched[:count] = affected
     recompute = affected.copy()
     recompute[neighbours_of(touched)] = True
-    chosen = _choose(matrix, np.nonzero(recompute)[0].astype(np.int64), _id_ranks(ids), k,
-                     threshold, block, slack)
-    stays = (src < len(ids)) & (dst < len(ids)) & ~touched[src] & ~touched[dst]
-    kept = [old_edges[i] for i in ours[stays].tolist()]
-    return kept + _as_edges(ids, {}, chosen, set(np.nonzero(affected)[0].tolist()))
+    chosen = _choose(matrix, np.nonzero(recompute)[0].astype(np.int64),
+                     _id_ranks(ids) if rank is None else rank, k, threshold, block, slack)
+    stays = np.nonzero((src < count) & (dst < count) & ~touched[src] & ~touched[dst])[0]
+    edges, new_src, new_dst, new_weights = _chosen_edges(ids, chosen,
+                                                         set(np.nonzero(affected)[0].tolist()))
+    return _Similar(ids, list(map(old.edges.__getitem__, stays.tolist())) + edges,
+                    np.concatenate([src[stays], new_src]), np.concatenate([dst[stays], new_dst]),
+                    np.concatenate([weights[stays], new_weights]))
+
+
+def _chosen_edges(ids: Sequence[str], chosen: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                                     npt.NDArray[np.float64]],
+                  only: set[int] | None,
+                  ) -> tuple[list[Edge], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                             npt.NDArray[np.float64]]:
+    """An edge per chosen pair with an end in ``only`` (unless None), by id pair, and their
+    end rows and weights."""
+    pairs: dict[tuple[str, str], tuple[float, int, int]] = {}
+    for row, col, sim in zip(*(part.tolist() for part in chosen), strict=True):
+        if only is None or row in only or col in only:
+            a, b = ids[row], ids[col]
+            if a < b:
+                pairs[(a, b)] = (round(sim, 4), row, col)
+            else:
+                pairs[(b, a)] = (round(sim, 4), col, row)
+    ordered = sorted(pairs.items())
+    edges = [Edge(EdgeKind.SIMILAR_TO, a, b, weight) for (a, b), (weight, _, _) in ordered]
+    src = np.fromiter((r for _, (_, r, _) in ordered), dtype=np.int64, count=len(ordered))
+    dst = np.fromiter((c for _, (_, _, c) in ordered), dtype=np.int64, count=len(ordered))
+    weights = np.fromiter((e.weight for e in edges), dtype=np.float64, count=len(edges))
+    return edges, src, dst, weights
 
 
 _SRC, _DST, _WEIGHT = attrgetter("src"), attrgetter("dst"), attrgetter("weight")
@@ -227,19 +327,6 @@ def _choose(matrix: Vectors, rows: npt.NDArray[np.int64], rank: npt.NDArray[np.i
     return row_ids[first], col_ids[first], exact[first]
 
 
-def _as_edges(ids: Sequence[str], kept: dict[tuple[str, str], float],
-              chosen: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
-                            npt.NDArray[np.float64]],
-              only: set[int] | None) -> list[Edge]:
-    """``kept`` plus an edge per chosen pair (with an end in ``only``, unless None)."""
-    pairs = dict(kept)
-    for row, col, sim in zip(*(part.tolist() for part in chosen), strict=True):
-        if only is None or row in only or col in only:
-            a, b = (ids[row], ids[col]) if ids[row] < ids[col] else (ids[col], ids[row])
-            pairs[(a, b)] = round(sim, 4)
-    return [Edge(EdgeKind.SIMILAR_TO, a, b, w) for (a, b), w in sorted(pairs.items())]
-
-
 def _pair_dots(matrix: Vectors, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64],
                ) -> npt.NDArray[np.float64]:
     """Row ``a[i]`` dot row ``b[i]`` in float64, as one definition: the products commute and
@@ -256,7 +343,11 @@ def _slack(matrix: Vectors) -> float:
     (``dims * 2**-24 * |x| |y|``), bounding how far below the k-th best a candidate can rank."""
     if not matrix.size:
         return 0.0
-    largest = float(np.max(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)))
+    return _slack_of(float(np.max(_squared_norms(matrix))), matrix)
+
+
+def _slack_of(largest: float, matrix: Vectors) -> float:
+    """:func:`_slack` given the largest squared length of a row."""
     return float(2.0 * matrix.shape[1] * 2.0**-24 * max(largest, 1.0) + 1e-12)
 
 
@@ -270,10 +361,33 @@ SIMILAR_VERSION = "exact-dots-1"
 """Names how :func:`similar_edges` decides (in :func:`similar_key`): edges stored by another
 definition are computed again, never updated incrementally."""
 
+_MASK = (1 << 128) - 1
+
 
 def similar_key(ids: Sequence[str], matrix: Vectors, k: int = SIMILAR_K,
                 threshold: float = SIMILAR_THRESHOLD) -> str:
-    """What SIMILAR_TO edges over ``ids`` depend on: equal keys, equal edges."""
+    """What SIMILAR_TO edges over ``ids`` depend on: equal keys, equal edges. It names the
+    nodes and vectors by the sum of each row's :func:`graph.model.vector_digest`, whatever
+    their order (the edges do not depend on it either), so a key follows an edit by the
+    edited rows' parts: :class:`StoredSimilar` computes it from the digests a store keeps
+    of its rows and those of the rows that changed, never hashing the whole matrix."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    return _similar_key(len(ids), sum(vector_digest(nid, row)
+                                      for nid, row in zip(ids, matrix, strict=True)), k, threshold)
+
+
+def _similar_key(count: int, total: int, k: int = SIMILAR_K,
+                 threshold: float = SIMILAR_THRESHOLD) -> str:
+    """:func:`similar_key` of ``count`` nodes whose rows' digests add up to ``total``."""
+    line = f"{SIMILAR_VERSION}\0{k}\0{threshold}\0{count}:{total & _MASK:x}"
+    return hashlib.sha256(line.encode()).hexdigest()[:32]
+
+
+def _hashed_similar_key(ids: Sequence[str], matrix: Vectors, k: int = SIMILAR_K,
+                        threshold: float = SIMILAR_THRESHOLD) -> str:
+    """The key as files written before :func:`similar_key` added digests hold it (the ids and
+    the whole matrix hashed in order): their SIMILAR_TO edges are still updated, not
+    computed again (minutes at 100k skills)."""
     hasher = hashlib.sha256(f"{SIMILAR_VERSION}\0{k}\0{threshold}\0".encode())
     hasher.update("\0".join(ids).encode("utf-8", "surrogatepass"))
     hasher.update(np.ascontiguousarray(matrix, dtype=np.float32).data.cast("B"))
@@ -521,38 +635,120 @@ SIMILAR_IDS_KEY = "similar_ids"
 """Metadata (one per kind): the ids, as a JSON list, that the stored SIMILAR_TO edges and
 :data:`SIMILAR_KEY` were computed over, so a re-index can find the vectors they came from."""
 
+_Held = tuple[list[str], Vectors, tuple[int, ...]]
+"""A store's vectors of one kind: ids, matrix, each row's digest (``vector_digests``)."""
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What :class:`StoredSimilar` last computed for one store and kind."""
+
+    key: str
+    similar: _Similar
+    ids_json: str
+    digests: list[int]
+    """Each row's :func:`graph.model.vector_digest`, rows as in ``similar.ids``."""
+    total: int
+    rank: npt.NDArray[np.int64]
+    norms: npt.NDArray[np.float64]
+    """Each row's squared length (for :func:`_slack`)."""
+    held_ids: list[str]
+    held_rows: npt.NDArray[np.int64]
+    """Each node's row among ``held_ids``, the store's ids of the kind then (-1: none)."""
+
+
+_KNOWN: weakref.WeakKeyDictionary[GraphStore, dict[NodeKind, _Known]] = (
+    weakref.WeakKeyDictionary())
+
 
 class StoredSimilar:
     """SIMILAR_TO edges computed against what a store holds: the stored edges when the vectors
-    are those they were computed from, an incremental update (:func:`updated_similar_edges`)
-    when a few vectors were added, changed or removed, the whole computation otherwise.
-    ``meta`` collects the entries a sync must write with the edges (:data:`SIMILAR_KEY`,
+    are those they were computed from, an incremental update (:func:`_updated`) when a few
+    vectors were added, changed or removed, the whole computation otherwise. ``meta``
+    collects the entries a sync must write with the edges (:data:`SIMILAR_KEY`,
     :data:`SIMILAR_IDS_KEY` per kind).
 
-    The stored edges are trusted only when the stored vectors of the stored ids hash to the
-    stored key: the edges, vectors and key were written by one sync."""
+    Nothing stored is believed because it says so. The stored edges are used only when the
+    stored key is the key of the vectors the store holds, which a store that keeps digests of
+    its rows (the embedded store's ``vector_digests``: computed from the bytes it holds,
+    carried over row by row as a sync writes) gives by a sum, and which is otherwise
+    computed from the vectors read back. What this process computed last for the store is
+    remembered (edges, their rows, digests): it is a function of the vectors it was computed
+    from, so it is used, in place of the stored edges, whenever the store's digests show it
+    holds those vectors, and an edit then costs a comparison of the given matrix with the
+    stored one and the few rows that differ, not a pass over every edge and a hash of every
+    vector."""
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
         self.meta: dict[str, str] = {}
-        self._edges: tuple[str, list[Edge]] | None = None
+        self._stored_edges: list[Edge] | None = None
 
     def __call__(self, kind: NodeKind, ids: Sequence[str], matrix: Vectors) -> list[Edge]:
-        key = similar_key(ids, matrix)
+        ids = list(ids)
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        held = self._held(kind)
+        known = self._known(kind, held)
+        same_ids = known is not None and known.similar.ids == ids
+        held_rows = None
+        if held is not None:
+            held_rows = (known.held_rows if known is not None and same_ids
+                         and known.held_ids == held[0] else _rows_in(held[0], ids))
+        same, digests = _compared(ids, matrix, held, held_rows)
+        total = sum(digests)
+        key = _similar_key(len(ids), total)
+        ids_json = (known.ids_json if known is not None and same_ids
+                    else json.dumps(ids, ensure_ascii=False))
         self.meta[f"{SIMILAR_KEY}:{kind.value}"] = key
-        self.meta[f"{SIMILAR_IDS_KEY}:{kind.value}"] = json.dumps(list(ids), ensure_ascii=False)
-        stored = self._stored(kind)
-        if stored is None:
-            return similar_edges(ids, matrix)
-        old_key, old_ids, old_matrix, old_edges = stored
-        if old_key == key:
-            members = set(old_ids)
-            return [e for e in old_edges if e.src in members and e.dst in members]
-        return updated_similar_edges(old_ids, old_matrix, old_edges, ids, matrix)
+        self.meta[f"{SIMILAR_IDS_KEY}:{kind.value}"] = ids_json
+        if known is not None and same_ids:  # the rows in place: only the changed differ
+            rank, norms = known.rank, known.norms.copy()
+            norms[~same] = _squared_norms(matrix[~same])
+        else:
+            rank, norms = _id_ranks(ids), _squared_norms(matrix)
+        slack = _slack_of(float(norms.max()) if len(norms) else 0.0, matrix)
+        found = ((known.key, known.similar, same) if known is not None
+                 else self._stored(kind, held, ids, matrix, same))
+        result: _Similar | None = None
+        if found is not None:
+            old_key, old, unchanged = found
+            result = (old.reordered(ids) if old_key == key else _updated(
+                old, ids, matrix, unchanged, SIMILAR_K, SIMILAR_THRESHOLD, SIMILAR_BLOCK, rank,
+                slack))
+        if result is None:
+            result = _computed(ids, matrix, SIMILAR_K, SIMILAR_THRESHOLD, SIMILAR_BLOCK, rank,
+                               slack)
+        self._remember(kind, _Known(key, result, ids_json, digests, total, rank, norms,
+                                    held[0] if held is not None else [],
+                                    held_rows if held_rows is not None else _NO_ROWS))
+        return list(result.edges)
 
-    def _stored(self, kind: NodeKind) -> tuple[str, list[str], Vectors, list[Edge]] | None:
-        """(key, ids, matrix, every stored SIMILAR_TO edge, this kind's among others) of the
-        kind's stored SIMILAR_TO computation, when the stored vectors match its key."""
+    def _held(self, kind: NodeKind) -> _Held | None:
+        at_once = getattr(self.store, "vector_digests", None)
+        held: _Held | None = at_once(kind) if at_once is not None else None
+        return held
+
+    def _known(self, kind: NodeKind, held: _Held | None) -> _Known | None:
+        """What was computed last for the store and kind, when the store holds the vectors
+        it was computed from: as many rows, digests adding up to the same sum."""
+        try:
+            known = _KNOWN.get(self.store, {}).get(kind)
+        except TypeError:  # a store that cannot be a weak key
+            return None
+        if (known is None or held is None or len(held[0]) != len(known.similar.ids)
+                or sum(held[2]) != known.total):
+            return None
+        return known
+
+    def _remember(self, kind: NodeKind, known: _Known) -> None:
+        with suppress(TypeError):  # a store that cannot be a weak key
+            _KNOWN.setdefault(self.store, {})[kind] = known
+
+    def _stored(self, kind: NodeKind, held: _Held | None, ids: list[str], matrix: Vectors,
+                same: npt.NDArray[np.bool_],
+                ) -> tuple[str, _Similar, npt.NDArray[np.bool_]] | None:
+        """(key, edges, which rows of ``ids`` are unchanged) of the kind's stored SIMILAR_TO
+        computation, when the stored vectors are those its key names."""
         old_key = self.store.get_meta(f"{SIMILAR_KEY}:{kind.value}")
         listed = self.store.get_meta(f"{SIMILAR_IDS_KEY}:{kind.value}")
         if not old_key or not listed:
@@ -561,22 +757,60 @@ class StoredSimilar:
             old_ids = json.loads(listed)
         except ValueError:
             return None
-        if not isinstance(old_ids, list) or not all(isinstance(i, str) for i in old_ids):
+        if (not isinstance(old_ids, list) or not all(isinstance(i, str) for i in old_ids)
+                or len(set(old_ids)) != len(old_ids)):
             return None
-        old_matrix = _stored_matrix(self.store, old_ids)
-        if old_matrix is None:
-            return None
-        if similar_key(old_ids, old_matrix) != old_key:
-            return None
-        return old_key, old_ids, old_matrix, self._similar_edges()
+        if held is not None and len(held[0]) == len(old_ids) and set(held[0]) == set(old_ids):
+            # The store's vectors of the kind are the old nodes': its digests name them, and
+            # the given rows the store holds as they are are those compared above.
+            if _similar_key(len(old_ids), sum(held[2])) != old_key and _hashed_similar_key(
+                    old_ids, held[1][_rows_in(held[0], old_ids)]) != old_key:
+                return None
+            unchanged = same
+        else:
+            old_matrix = _stored_matrix(self.store, old_ids)
+            if old_matrix is None or old_key not in (similar_key(old_ids, old_matrix),
+                                                     _hashed_similar_key(old_ids, old_matrix)):
+                return None
+            unchanged = (_unchanged_rows(old_ids, old_matrix, ids, matrix)
+                         if old_matrix.shape[1:] == matrix.shape[1:]
+                         else np.zeros(len(ids), dtype=bool))
+        if self._stored_edges is None:
+            self._stored_edges = self.store.edges(EdgeKind.SIMILAR_TO)
+        return old_key, _Similar.of_edges(old_ids, self._stored_edges), unchanged
 
-    def _similar_edges(self) -> list[Edge]:
-        """The stored SIMILAR_TO edges, read once while the store's generation (a digest of
-        every edge) stays the same."""
-        generation = self.store.get_meta(GENERATION_KEY) or ""
-        if self._edges is None or not generation or self._edges[0] != generation:
-            self._edges = (generation, self.store.edges(EdgeKind.SIMILAR_TO))
-        return self._edges[1]
+
+def _rows_in(held_ids: Sequence[str], ids: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Each of ``ids``'s row among ``held_ids`` (-1: none)."""
+    position = {nid: i for i, nid in enumerate(held_ids)}
+    return np.fromiter(map(position.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+
+
+def _compared(ids: Sequence[str], matrix: Vectors, held: _Held | None,
+              held_rows: npt.NDArray[np.int64] | None,
+              ) -> tuple[npt.NDArray[np.bool_], list[int]]:
+    """(per row: whether the store holds the node with the same bytes, each row's digest):
+    the store's digest for a row it holds as given, a digest computed for the others."""
+    same = np.zeros(len(ids), dtype=bool)
+    if held is None or held_rows is None:
+        return same, [vector_digest(nid, row) for nid, row in zip(ids, matrix, strict=True)]
+    _, held_matrix, held_digests = held
+    if held_matrix.shape[1:] == matrix.shape[1:] and held_matrix.dtype == matrix.dtype:
+        # Compared as bits (-0.0 is not 0.0 to a digest), a block of rows at a time.
+        mine, theirs = matrix.view(np.uint32), held_matrix.view(np.uint32)
+        found = np.nonzero(held_rows >= 0)[0]
+        for start in range(0, len(found), 1024):
+            rows = found[start:start + 1024]
+            same[rows] = (theirs[held_rows[rows]] == mine[rows]).all(axis=1)
+    digests = list(map(held_digests.__getitem__, held_rows.tolist()))
+    for row in np.nonzero(~same)[0].tolist():
+        digests[row] = vector_digest(ids[row], matrix[row])
+    return same, digests
+
+
+def _squared_norms(matrix: Vectors) -> npt.NDArray[np.float64]:
+    norms: npt.NDArray[np.float64] = np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)
+    return norms
 
 
 def _stored_matrix(store: GraphStore, ids: Sequence[str]) -> Vectors | None:

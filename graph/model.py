@@ -6,7 +6,11 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _T = TypeVar("_T")
 
@@ -106,6 +110,20 @@ _EDGE_KIND_VALUES = {kind: kind.value for kind in EdgeKind}
 def _digest(line: str) -> int:
     return int.from_bytes(hashlib.blake2b(line.encode("utf-8", "surrogatepass"),
                                           digest_size=16).digest(), "little")
+
+
+def vector_digest(node_id: str, vector: npt.NDArray[np.float32]) -> int:
+    """A 128-bit hash of a node's id and its vector's bytes (C-contiguous float32): what a
+    store holds for the node's row. Sums of them name a set of vectors whatever their order,
+    and change by a row's part when one row does (``graph.indexer.similar_key``).
+
+    >>> import numpy as np
+    >>> vector_digest("a", np.ones(2, np.float32)) == vector_digest("b", np.ones(2, np.float32))
+    False
+    """
+    hasher = hashlib.sha256(node_id.encode("utf-8", "surrogatepass") + b"\0")
+    hasher.update(vector.data)
+    return int.from_bytes(hasher.digest()[:16], "little")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@
 ``bench/chinese_requests.jsonl`` holds the requests, each with the skill folders that answer it
 (several when the corpus has copies or equals). Set ``own``: written while working on the gloss,
 so it has been looked at; set ``blind``: written by a helper session that never saw the gloss or
-the retrieval code, and measured without tuning to it. Each request counts as found when one of
+the retrieval code (its misses were read later, when the glossary's own senses were written);
+set ``blind2``: written the same way after those senses were, and not tuned on. Each request
+counts as found when one of
 its folders is among the first three skills; the gloss each request got is printed beside it.
 """
 

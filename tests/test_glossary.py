@@ -76,3 +76,18 @@ def test_fewer_senses_on_request() -> None:
     found = parse(iter(LINES))
     assert found.gloss("解方程") == "divide break up mathematical equation"
     assert found.gloss("解方程", kept=1) == "divide mathematical equation"
+
+
+def test_our_own_senses_replace_the_dictionary_s_and_add_words_it_lacks() -> None:
+    found = parse(iter(LINES))
+    found.override({"文件": ("file",), "油管": ("YouTube",)})
+    assert found.gloss("把文件上传到油管") == "file upload transfer up YouTube"
+    assert list(found.words("油管上传")) == ["油管", "上传"]
+
+
+def test_the_bundled_glossary_speaks_of_office_work_as_skills_do() -> None:
+    # The dictionary's own senses: "form table", "weekly publication", "character script";
+    # 油管 is not in it.
+    assert english_gloss("把表格整理成周报", kept=1) == "table organize into weekly report"
+    assert english_gloss("提取文字", kept=1) == "extract text"
+    assert english_gloss("上传到油管", kept=1) == "upload YouTube"

@@ -76,9 +76,10 @@ from skillgrove.graph.indexer import (
     similar_edges,
     similar_key,
     stored_similar,
+    text_digest,
 )
 from skillgrove.graph.model import Edge, EdgeKind, NodeRecord
-from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, digest
+from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups import load_library
 from skillgrove.runtime.commands import cache_path
@@ -185,7 +186,7 @@ def build(skills: list[NodeRecord], vectors: dict[str, Vectors],
         router = fit_router(nodes, vectors)
         text, fitted_on = (router.to_text() if router is not None else ""), router_input(
             nodes, vectors)
-    meta.update({ROUTER_KEY: text, ROUTER_DIGEST_KEY: digest(text) if text else "",
+    meta.update({ROUTER_KEY: text, ROUTER_DIGEST_KEY: text_digest(text),
                  ROUTER_INPUT_KEY: fitted_on, GENERATION_KEY: generation(nodes, edges, "bench")})
     return nodes, edges, meta
 

@@ -24,6 +24,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -79,21 +80,34 @@ class Postings:
     def size(self) -> int:
         return len(self.lengths)
 
+    @cached_property
+    def vocabulary(self) -> dict[str, int]:
+        """Each term's index in ``terms`` (shared: not to be changed)."""
+        return {term: i for i, term in enumerate(self.terms)}
+
     def replaced(self, renumber: Ints, size: int,
                  added: Mapping[int, Sequence[str]]) -> Postings:
         """The counts after an edit: old document ``d`` becomes document ``renumber[d]`` (-1:
         dropped), the documents of ``added`` (new number -> its tokens) are counted in, and
-        ``size`` documents remain. Work is proportional to the stored counts, done by numpy,
-        plus the tokens added; terms no document holds any more are forgotten."""
-        df = np.diff(self.indptr)
-        term_of = np.repeat(np.arange(len(self.terms), dtype=np.int64), df)
-        docs = renumber[self.docs]
-        keep = docs >= 0
-        term_of, docs, tfs = term_of[keep], docs[keep], self.tfs[keep]
-        lengths = np.zeros(size, dtype=np.int64)
+        ``size`` documents remain. Work is a few passes of numpy over the stored counts (one
+        to find the dropped documents' postings, the copies that take them out and put the
+        added in; a renumbering only when documents move), plus the tokens added; terms no
+        document holds any more are forgotten."""
         kept = renumber >= 0
+        in_place = len(renumber) == size and np.array_equal(renumber[kept],
+                                                            np.nonzero(kept)[0])
+        counts = np.diff(self.indptr)
+        gone = np.nonzero(~kept[self.docs])[0]  # the dropped documents' postings
+        docs, tfs = self.docs, self.tfs
+        if len(gone):
+            counts = counts - np.bincount(np.searchsorted(self.indptr, gone, side="right") - 1,
+                                          minlength=len(self.terms))
+            docs, tfs = np.delete(docs, gone), np.delete(tfs, gone)
+        if not in_place:
+            docs = renumber[docs]
+        lengths = np.zeros(size, dtype=np.int64)
         lengths[renumber[kept]] = self.lengths[kept]
-        vocabulary = {term: i for i, term in enumerate(self.terms)}
+        vocabulary = dict(self.vocabulary)
         new_terms, new_docs, new_tfs = [], [], []
         for doc in sorted(added):
             tokens = added[doc]
@@ -102,8 +116,9 @@ class Postings:
                 new_terms.append(vocabulary.setdefault(term, len(vocabulary)))
                 new_docs.append(doc)
                 new_tfs.append(tf)
-        terms = tuple(vocabulary)
-        counts = np.bincount(term_of, minlength=len(terms))
+        terms = tuple(vocabulary) if len(vocabulary) > len(self.terms) else self.terms
+        if len(terms) > len(counts):
+            counts = np.concatenate([counts, np.zeros(len(terms) - len(counts), dtype=np.int64)])
         if new_terms:
             fresh = np.array(new_terms, dtype=np.int64)
             order = np.argsort(fresh, kind="stable")
@@ -117,7 +132,10 @@ class Postings:
         np.cumsum(counts[alive], out=indptr[1:])
         if not alive.all():
             terms = tuple(t for t, a in zip(terms, alive.tolist(), strict=True) if a)
-        return Postings(terms, indptr, docs, tfs, lengths)
+        out = Postings(terms, indptr, docs, tfs, lengths)
+        if len(terms) == len(vocabulary):  # no term forgotten: the dictionary stands
+            out.__dict__["vocabulary"] = vocabulary
+        return out
 
     def to_row(self) -> tuple[str, bytes, bytes, bytes, bytes]:
         """(terms as JSON, then the arrays as little-endian int32 bytes; indptr as int64)."""
@@ -157,7 +175,7 @@ class BM25:
         average = math.fsum(idf.tolist()) / len(idf) if len(idf) else 0.0
         idf[idf < 0] = self.epsilon * average
         self._idf = idf
-        self._where = {term: i for i, term in enumerate(postings.terms)}
+        self._where = postings.vocabulary
         self._idf_map: dict[str, float] | None = None
         self.average_idf = max(average, 0.0)
         norm = self.k1 * (1 - self.b + self.b * lengths / self.avgdl) if self.avgdl else (

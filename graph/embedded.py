@@ -127,11 +127,13 @@ class EmbeddedStore:
                     in self._db.execute("SELECT id, kind, name, text, content_hash, data "
                                         "FROM node ORDER BY id")}
             matrices: dict[NodeKind, tuple[list[str], Vectors]] = {}
+            listed: dict[NodeKind, str] = {}
             for kind, ids, dims, blob in self._db.execute(
                     "SELECT kind, ids, dims, vectors FROM matrix"):
                 names = [str(i) for i in json.loads(ids)]
                 matrices[NodeKind(kind)] = (names, np.frombuffer(blob, dtype=np.float32).reshape(
                     len(names), int(dims)))
+                listed[NodeKind(kind)] = ids
             kinds = {NodeKind(row[0]) for row in rows.values()}
             if kinds - set(matrices):  # a file from before the matrix table
                 matrices.update(_row_matrices(self._db, kinds - set(matrices)))
@@ -145,10 +147,12 @@ class EmbeddedStore:
         self._projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
         self._signatures: dict[NodeKind, str] = {}
         self._matrices = matrices
+        self._listed = listed
         self._digests: dict[NodeKind, tuple[int, ...]] = {}
         self._vectors = _RowVectors(matrices)
         self._edge_rows = edges
         self._edge_map: dict[tuple[str, str, str, str], Edge] | None = None
+        self._held_edges: dict[int, Edge] | None = None
         self._adjacency_cache: _EdgeIndex | None = None
         self._meta = meta
         self._indexes: dict[NodeKind, _KindIndex] = {}
@@ -234,28 +238,24 @@ class EmbeddedStore:
         transaction committed (reading the whole file back costs more than the edit)."""
         rows = self._nodes.rows
         wanted = {n.id: n for n in nodes}
-        added = [n for n in wanted.values() if n.id not in rows]
-        updated = [n for n in wanted.values() if n.id in rows and rows[n.id][3] != n.content_hash]
-        removed = [nid for nid in rows if nid not in wanted]
+        added: list[NodeRecord] = []
+        updated: list[NodeRecord] = []
+        for record in wanted.values():
+            row = rows.get(record.id)
+            if row is None:
+                added.append(record)
+            elif row[3] != record.content_hash:
+                updated.append(record)
+        # Every stored node is wanted when as many of the wanted are stored (an edit).
+        removed = ([] if len(wanted) - len(added) == len(rows)
+                   else [nid for nid in rows if nid not in wanted])
         for record in (*added, *updated):
             if record.id not in vectors and record.id not in self._vectors:
                 raise StoreError(f"sync: no vector for node {record.id!r}")
-        stored = self._edges
-        wanted_edges = {e.key: e for e in edges}
-        # An edge given as the very object this store holds is unchanged (it is held under its
-        # own key): a re-index hands most of them back (the SIMILAR_TO edges it kept), and
-        # only the others are compared, without a Python step per edge.
-        held = dict(zip(map(id, stored.values()), stored.values(), strict=True))
-        given = dict(zip(map(id, wanted_edges.values()), wanted_edges.values(), strict=True))
-        new_rows: list[_EdgeRow] = []
-        for e in sorted((given[i] for i in given.keys() - held.keys()), key=_edge_order):
-            old = stored.get(e.key)
-            if old is None or _edge_changed(old, e):
-                props = json.dumps(dict(e.props), sort_keys=True) if e.props else "{}"
-                new_rows.append((*e.key, float(e.weight), props))
-        # Gone: among the held edges not handed back, those whose key was not given at all.
-        gone_edges = sorted(key for key in (held[i].key for i in held.keys() - given.keys())
-                            if key not in wanted_edges)
+        new_edges, gone_edges = self._edge_difference(edges)
+        new_rows = [(*e.key, float(e.weight),
+                     json.dumps(dict(e.props), sort_keys=True) if e.props else "{}")
+                    for e in new_edges]
         node_rows = {n.id: (n.kind.value, n.name, n.text, n.content_hash,
                             json.dumps(dict(n.data), ensure_ascii=False, sort_keys=True))
                      for n in (*added, *updated)}
@@ -264,8 +264,11 @@ class EmbeddedStore:
                              [(nid, *row) for nid, row in node_rows.items()])
         fresh = set(node_rows)
         by_kind: dict[NodeKind, list[str]] = {}
-        for nid in sorted(wanted):
-            by_kind.setdefault(wanted[nid].kind, []).append(nid)
+        if not added and not removed and all(rows[n.id][0] == n.kind.value for n in updated):
+            by_kind = self._nodes.by_kind()  # the same nodes: the stored ids of each kind
+        else:
+            for nid in sorted(wanted):
+                by_kind.setdefault(wanted[nid].kind, []).append(nid)
         changed_kinds = ({n.kind for n in (*added, *updated)}
                          | {NodeKind(rows[i][0]) for i in removed})
         signatures = {kind: (_signature(ids, [wanted[nid].content_hash for nid in ids])
@@ -286,15 +289,16 @@ class EmbeddedStore:
         lexicons: dict[NodeKind, tuple[str, Postings]] = {}
         projections: dict[NodeKind, tuple[str, Vectors, Vectors]] = {}
         digests: dict[NodeKind, tuple[int, ...]] = {}
+        listed: dict[NodeKind, str] = {}
         for kind in sorted(touched, key=lambda k: k.value):
             ids = by_kind.get(kind, [])
             vector_ids, matrix, origin = self._new_matrix(kind, ids, vectors, fresh)
             if vector_ids:
                 blob = np.ascontiguousarray(matrix, dtype=np.float32)
-                if not self._write_rows_in_place(kind, vector_ids, blob, fresh):
+                if not self._write_rows_in_place(kind, vector_ids, blob, origin):
+                    listed[kind] = json.dumps(vector_ids)
                     self._db.execute("INSERT OR REPLACE INTO matrix VALUES (?, ?, ?, ?)",
-                                     (kind.value, json.dumps(vector_ids), blob.shape[1],
-                                      blob.tobytes()))
+                                     (kind.value, listed[kind], blob.shape[1], blob.tobytes()))
                 matrices[kind] = (vector_ids, blob)
                 kept_digests = self._digests.get(kind)
                 if kept_digests is not None:
@@ -337,23 +341,63 @@ class EmbeddedStore:
         report = SyncReport(tuple(n.id for n in added), tuple(n.id for n in updated),
                             tuple(removed), len(wanted) - len(added) - len(updated),
                             len(new_rows), len(gone_edges))
-        return report, _Change(node_rows, removed, matrices, lexicons, new_rows, gone_edges,
-                               dict(meta), signatures, projections, digests)
+        return report, _Change(node_rows, removed, matrices, lexicons, new_rows, new_edges,
+                               gone_edges, dict(meta), signatures, projections, digests,
+                               listed)
+
+    def _edge_difference(self, edges: Sequence[Edge],
+                         ) -> tuple[list[Edge], list[tuple[str, str, str, str]]]:
+        """(the given edges to write, the keys of the stored edges to delete). An edge given as
+        the very object this store holds is unchanged: a re-index hands most of them back
+        (the SIMILAR_TO edges it kept), so they are told apart by identity, a pass of
+        ``id`` over the given edges, and only the others are compared by key. Of edges given
+        under one key the last counts; when the store's object is given with another under
+        its key, whose order decides, every edge is compared by key."""
+        stored = self._edges
+        held = self._held_edges
+        if held is None:
+            held = self._held_edges = {id(e): e for e in stored.values()}
+        given = set(map(id, edges))
+        others: dict[tuple[str, str, str, str], Edge] = {}
+        for e in edges:
+            if id(e) not in held:
+                others[e.key] = e
+        new_edges: list[Edge] = []
+        for key, e in others.items():
+            old = stored.get(key)
+            if old is not None and id(old) in given:  # two given under one key: by key
+                return self._edge_difference_by_key(edges)
+            if old is None or _edge_changed(old, e):
+                new_edges.append(e)
+        gone = sorted(key for key in (held[i].key for i in held.keys() - given)
+                      if key not in others)
+        return new_edges, gone
+
+    def _edge_difference_by_key(self, edges: Sequence[Edge],
+                                ) -> tuple[list[Edge], list[tuple[str, str, str, str]]]:
+        """:meth:`_edge_difference`, every given edge compared by key."""
+        stored = self._edges
+        wanted = {e.key: e for e in edges}
+        new_edges = [e for key, e in wanted.items()
+                     if (old := stored.get(key)) is not e
+                     and (old is None or _edge_changed(old, e))]
+        return new_edges, sorted(stored.keys() - wanted.keys())
 
     def _write_rows_in_place(self, kind: NodeKind, vector_ids: Sequence[str], matrix: Vectors,
-                             fresh: set[str]) -> bool:
-        """When the kind's stored matrix has the same ids and shape, overwrites the rows of
-        the ``fresh`` nodes inside the stored blob (a page or two each) instead of the whole
-        blob (15 MB at 10k skills); False when it cannot."""
+                             origin: npt.NDArray[np.int64]) -> bool:
+        """When the kind's stored matrix has the same ids and shape, overwrites the rows not
+        copied from it (``origin`` -1) inside the stored blob (a page or two each) instead of
+        the whole blob (15 MB at 10k skills); False when it cannot."""
         old_ids, old_matrix = self._matrices.get(kind, ([], None))
+        rows = np.nonzero(origin != np.arange(len(origin)))[0].tolist()
         if (old_matrix is None or old_matrix.shape != matrix.shape or old_ids != vector_ids
-                or len(fresh) > 64):
+                or len(rows) > 64 or kind not in self._listed):
             return False
         found = self._db.execute("SELECT rowid, ids, dims FROM matrix WHERE kind = ?",
                                  (kind.value,)).fetchone()
-        if found is None or int(found[2]) != matrix.shape[1] or json.loads(found[1]) != old_ids:
+        # The row as this store last read or wrote it (its ids compared as text).
+        if found is None or int(found[2]) != matrix.shape[1] or found[1] != self._listed[kind]:
             return False
-        rows = [i for i, nid in enumerate(vector_ids) if nid in fresh]
         width = matrix.shape[1] * 4
         with self._db.blobopen("matrix", "vectors", int(found[0])) as blob:
             if len(blob) != len(vector_ids) * width:
@@ -373,8 +417,11 @@ class EmbeddedStore:
             # The same nodes (an edit): a copy of the stored rows, the fresh ones replaced.
             matrix = old_matrix.copy()
             origin = np.arange(len(ids), dtype=np.int64)
-            for at, nid in enumerate(ids):
-                if nid in fresh and (vector := vectors.get(nid)) is not None:
+            where = self._vectors.where()
+            for nid in fresh:
+                found = where.get(nid)
+                if found is not None and found[0] is kind and (vector := vectors.get(nid)) is not None:
+                    at = found[1]
                     matrix[at] = np.asarray(vector, dtype=np.float32)
                     origin[at] = -1
             return list(ids), matrix, origin
@@ -441,6 +488,16 @@ class EmbeddedStore:
         old = self._stored_postings(kind, old_ids, self._nodes, in_transaction=True)
         if old is None:
             return Postings.of(tokenize(wanted[nid].text) for nid in ids)
+        if ids is old_ids or (len(ids) == len(old_ids) and ids == old_ids):
+            # The same documents (an edit): the fresh ones, found in the sorted ids, recounted.
+            renumber = np.arange(len(ids), dtype=np.int64)
+            added = {}
+            for nid in fresh:
+                at = bisect.bisect_left(ids, nid)
+                if at < len(ids) and ids[at] == nid:
+                    renumber[at] = -1
+                    added[at] = tokenize(wanted[nid].text)
+            return old.replaced(renumber, len(ids), added)
         position = {nid: i for i, nid in enumerate(ids)}
         renumber = np.array([-1 if nid in fresh else position.get(nid, -1) for nid in old_ids],
                             dtype=np.int64)
@@ -562,10 +619,17 @@ class EmbeddedStore:
         if change.removed or any(nid not in self._nodes.rows for nid in change.node_rows):
             rows = dict(sorted(rows.items()))
         gone = set(change.node_rows) | set(change.removed)
-        self._nodes = _LazyNodes(rows, {nid: r for nid, r in self._nodes.parsed.items()
-                                        if nid not in gone})
+        same_kinds = not change.removed and all(
+            nid in self._nodes.rows and self._nodes.rows[nid][0] == row[0]
+            for nid, row in change.node_rows.items())
+        parsed = dict(self._nodes.parsed)
+        for nid in gone:
+            parsed.pop(nid, None)
+        self._nodes = _LazyNodes(rows, parsed, self._nodes.by_kind() if same_kinds else None)
         self._matrices = {**self._matrices, **change.matrices}
         self._matrices = {k: v for k, v in self._matrices.items() if v[0]}
+        self._listed = {k: v for k, v in {**self._listed, **change.listed}.items()
+                        if k in self._matrices}
         self._digests = {k: v for k, v in {**self._digests, **change.digests}.items()
                          if k in self._matrices and (k in change.digests
                                                      or k not in change.matrices)}
@@ -588,9 +652,18 @@ class EmbeddedStore:
                 self._edge_rows = sorted([*kept, *change.new_edges])
             if self._edge_map is not None:  # keep the Edge objects of the edges that stay
                 edge_map = dict(self._edge_map)
+                held = self._held_edges  # changed in place: only a sync, under the lock, reads it
                 for key in replaced:
-                    edge_map.pop(key, None)
-                edge_map.update((row[:4], _row_edge(row)) for row in change.new_edges)
+                    old = edge_map.pop(key, None)
+                    if old is not None and held is not None:
+                        held.pop(id(old), None)
+                # A given edge that reads back as itself is kept as given: handed back by the
+                # next re-index (SIMILAR_TO edges it keeps), it is known at a glance.
+                for row, edge in zip(change.new_edges, change.new_edge_records, strict=True):
+                    kept_edge = edge if _reads_back(edge) else _row_edge(row)
+                    edge_map[row[:4]] = kept_edge
+                    if held is not None:
+                        held[id(kept_edge)] = kept_edge
                 self._edge_map = edge_map
             self._adjacency_cache = None
         self._meta = {**self._meta, **change.meta}
@@ -715,8 +788,10 @@ class EmbeddedStore:
         self._db.close()
 
 
-def _edge_order(edge: Edge) -> tuple[str, str, str, str]:
-    return edge.key
+def _reads_back(edge: Edge) -> bool:
+    """Whether reading the row written for ``edge`` gives an equal record: a float weight and
+    no props (the row's JSON gives other dicts and numbers)."""
+    return type(edge.weight) is float and not edge.props and type(edge.kind) is EdgeKind
 
 
 def _edge_changed(old: Edge, new: Edge) -> bool:
@@ -813,6 +888,8 @@ class _Change:
     matrices: dict[NodeKind, tuple[list[str], Vectors]]
     lexicons: dict[NodeKind, tuple[str, Postings]]
     new_edges: list[_EdgeRow]
+    new_edge_records: list[Edge]
+    """The given edges ``new_edges`` were written from, in the same order."""
     gone_edges: list[tuple[str, str, str, str]]
     meta: dict[str, str]
     signatures: dict[NodeKind, str]
@@ -820,6 +897,8 @@ class _Change:
     digests: dict[NodeKind, tuple[int, ...]]
     """The new matrices' row digests, where the old ones were known (see
     :meth:`EmbeddedStore.vector_digests`)."""
+    listed: dict[NodeKind, str]
+    """The ids column of each matrix row written whole."""
 
 
 def _carried_digests(old: tuple[int, ...], origin: npt.NDArray[np.int64], ids: Sequence[str],
@@ -848,15 +927,26 @@ def _signature(ids: Sequence[str], digests: Sequence[str]) -> str:
 class _LazyNodes(Mapping[str, NodeRecord]):
     """Node records by id, each parsed (its JSON data decoded) on first access."""
 
-    def __init__(self, rows: dict[str, _NodeRow],
-                 parsed: dict[str, NodeRecord] | None = None) -> None:
+    def __init__(self, rows: dict[str, _NodeRow], parsed: dict[str, NodeRecord] | None = None,
+                 kinds: dict[NodeKind, list[str]] | None = None) -> None:
         self.rows = rows
         self.parsed: dict[str, NodeRecord] = parsed if parsed is not None else {}
+        self._kinds = kinds
+
+    def by_kind(self) -> dict[NodeKind, list[str]]:
+        """The ids of each kind present, in id order, without parsing a record (computed once:
+        the lists are shared, not to be changed)."""
+        kinds = self._kinds
+        if kinds is None:
+            found: dict[str, list[str]] = {}
+            for nid, row in self.rows.items():
+                found.setdefault(row[0], []).append(nid)
+            kinds = self._kinds = {NodeKind(kind): ids for kind, ids in found.items()}
+        return kinds
 
     def ids_of(self, kind: NodeKind) -> list[str]:
-        """The ids of ``kind``, in id order, without parsing a record."""
-        value = kind.value
-        return [nid for nid, row in self.rows.items() if row[0] == value]
+        """The ids of ``kind``, in id order (shared, not to be changed)."""
+        return self.by_kind().get(kind, [])
 
     def __getitem__(self, node_id: str) -> NodeRecord:
         record = self.parsed.get(node_id)

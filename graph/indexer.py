@@ -631,6 +631,23 @@ def router_text(store: GraphStore, nodes: Sequence[NodeRecord], vectors: Mapping
     return (router.to_text() if router is not None else ""), fitted_on
 
 
+_LAST_DIGEST: tuple[str, str] = ("", "")
+
+
+def text_digest(text: str) -> str:
+    """The router text's :func:`graph.router.digest` ("" for no router). The stored router,
+    handed back by :func:`router_text` on every re-index that kept it, is megabytes (5 ms to
+    hash at 1k groups): the digest of the last text is remembered for that very object (the
+    same object, so the same text)."""
+    global _LAST_DIGEST
+    last = _LAST_DIGEST
+    if last[0] is text:
+        return last[1]
+    found = digest(text) if text else ""
+    _LAST_DIGEST = (text, found)
+    return found
+
+
 SIMILAR_IDS_KEY = "similar_ids"
 """Metadata (one per kind): the ids, as a JSON list, that the stored SIMILAR_TO edges and
 :data:`SIMILAR_KEY` were computed over, so a re-index can find the vectors they came from."""
@@ -852,7 +869,7 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs, similar)
     with gc_paused():
         text, fitted_on = router_text(store, nodes, vectors)
-        router_digest = digest(text) if text else ""
+        router_digest = text_digest(text)
         entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest,
                    ROUTER_INPUT_KEY: fitted_on,
                    GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),

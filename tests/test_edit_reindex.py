@@ -195,3 +195,42 @@ def test_gc_is_paused_for_the_block_and_restored_after_it() -> None:
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_of_edges_given_under_one_key_the_last_counts_held_or_not() -> None:
+    """Edges are told apart by identity first; when the store's own object and another are
+    given under one key, the order still decides, as with any two edges."""
+    texts = library(6)
+    nodes = [skill(i, t) for i, t in texts.items()]
+    vectors = vectors_for(sorted(texts))
+    store = EmbeddedStore(None)
+    store.sync(nodes, vectors, [Edge(EdgeKind.SIMILAR_TO, "s000", "s001", 0.6),
+                                Edge(EdgeKind.SIMILAR_TO, "s001", "s002", 0.7)])
+    held = store.edges()
+    heavier = replace(held[0], weight=0.9)
+    store.sync(nodes, vectors, [held[0], heavier, held[1]])
+    assert [e.weight for e in store.edges()] == [0.9, 0.7]
+    held = store.edges()
+    store.sync(nodes, vectors, [replace(held[0], weight=0.5), *held])  # the held one last
+    assert [e.weight for e in store.edges()] == [0.9, 0.7]
+    assert not store.sync(nodes, vectors, store.edges()).changed
+
+
+def test_a_written_edge_is_kept_as_given_when_it_reads_back_as_itself(tmp_path: Path) -> None:
+    texts = library(6)
+    nodes = [skill(i, t) for i, t in texts.items()]
+    vectors = vectors_for(sorted(texts))
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    store.edges()  # the edges read (none yet)
+    plain = Edge(EdgeKind.SIMILAR_TO, "s000", "s001", 0.6)
+    with_props = Edge(EdgeKind.CONTAINS, "s002", "s003", 1.0, {"step": "a", "order": 0})
+    whole = Edge(EdgeKind.CO_USED, "s000", "s002", 2)  # an int weight reads back as 2.0
+    store.sync(nodes, vectors, [plain, with_props, whole])
+    kept = {e.key: e for e in store.edges()}
+    assert kept[plain.key] is plain
+    assert kept[with_props.key] is not with_props and kept[whole.key] is not whole
+    assert type(kept[whole.key].weight) is float
+    fresh = EmbeddedStore(tmp_path / "graph.sqlite")
+    assert [(e.key, e.weight, dict(e.props)) for e in fresh.edges()] == [
+        (e.key, e.weight, dict(e.props)) for e in store.edges()]
+    assert generation(fresh.nodes(), fresh.edges()) == generation(store.nodes(), store.edges())

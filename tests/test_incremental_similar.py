@@ -225,3 +225,29 @@ def test_the_stored_projection_is_what_a_search_computes(tmp_path: Path,
     again = EmbeddedStore(path)._index(NodeKind.SKILL)
     assert all(np.array_equal(a, b) for a, b in zip(
         again._stored_projection() or (), embedded._project(again.matrix), strict=True))
+
+
+def test_an_edit_in_place_splices_counts_as_counting_afresh() -> None:
+    """The documents keep their numbers (an edit): the edited ones' postings are taken out and
+    their new ones put in; a word only the edit used is forgotten, a new one learnt."""
+    docs = [f"report {i % 7} email team{i % 3} pdf summary " * (1 + i % 4) for i in range(30)]
+    docs[4] = "zebra report"
+    postings = Postings.of([tokenize(d) for d in docs])
+    edited = list(docs)
+    edited[4] = "translate german text quokka"
+    edited[17] = "email email chart"
+    renumber = np.arange(len(docs))
+    renumber[[4, 17]] = -1
+    spliced = postings.replaced(renumber, len(docs), {4: tokenize(edited[4]),
+                                                      17: tokenize(edited[17])})
+    fresh = BM25([tokenize(d) for d in edited])
+    assert sorted(spliced.terms) == sorted(fresh.postings.terms)
+    assert "zebra" not in spliced.vocabulary and "quokka" in spliced.vocabulary
+    assert spliced.vocabulary == {t: i for i, t in enumerate(spliced.terms)}
+    for query in ["email report", "german chart", "pdf pdf summary", "team1", "zebra"]:
+        tokens = tokenize(query)
+        assert np.array_equal(BM25(spliced).scores(tokens), fresh.scores(tokens))
+        assert BM25(spliced).max_score(tokens) == fresh.max_score(tokens)
+    again = spliced.replaced(np.arange(len(docs)), len(docs), {})  # nothing changed
+    assert np.array_equal(BM25(again).scores(tokenize("email chart")),
+                          fresh.scores(tokenize("email chart")))

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -118,6 +120,18 @@ class RetrievalConfig:
     ``skillgrove bench`` calibrates it on history)."""
     target_vector_weight: float = 0.5
     """The embedding's share of that evidence (the rest is BM25)."""
+    sibling_weight: float = 8.0
+    """How much the request's own words count when the router's likeliest candidates are
+    siblings: groups whose final steps are named alike but for a part ("...-by-country",
+    "...-by-city", "...-by-sub-region"; "add-apple-calendar-reminder", "add-google-...").
+    Each sibling's distinguishing part is matched with every word of the request by the
+    embedding ("Canada" is nearer "country" than "city"), centred on the siblings' mean, and
+    added to the log-belief with this weight (0: off). A router fitted on a few requests per
+    group has seen "Japan" and "New York", not "Canada"; the words of the names have.
+    ``skillgrove bench`` keeps the default unless held-out history says otherwise."""
+    sibling_overlap: float = 0.3
+    """Groups are siblings of the router's first candidate when the words of their final steps'
+    names overlap with its own by at least this share (Jaccard)."""
     single_skill_margin: float = 0.0
     """The best single skill is the answer instead of the chosen group when it scores at least
     the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
@@ -229,6 +243,7 @@ class Retriever:
         self.encoder = encoder
         self.config = config
         self._state = _IndexState()
+        self._words = _WordVectors(encoder)
 
     def _refresh(self) -> _IndexState:
         """The router and the memo of the index as it is now: one metadata read per search
@@ -833,7 +848,13 @@ class Retriever:
             best_score, explanation = fits[best_id]
             explanation["router"] = round(confidence, 4)
             if targeted is not None:
-                explanation["final_step_evidence"] = round(targeted[2], 4)
+                if self.config.target_weight > 0:
+                    explanation["final_step_evidence"] = round(targeted[2], 4)
+                sibling = targeted[3]
+                if sibling is not None:
+                    explanation["sibling_evidence"] = {
+                        "part": sibling.part, "word": sibling.word,
+                        "lead": round(sibling.lead, 4)}
                 if best_id != ranked[0][1]:
                     explanation["router_first"] = self._reads.node(  # type: ignore[union-attr]
                         ranked[0][1]).name
@@ -870,18 +891,55 @@ class Retriever:
         return _choice(record, best_score, threshold, explanation, context), None, candidates
 
     def _by_final_steps(self, ranked: Sequence[tuple[float, str]], query: str, vector: Any,
-                        weight: float | None) -> tuple[float, str, float] | None:
-        """(router belief, group id, evidence) of the router candidate that scores best once
-        the request's evidence for each candidate's final steps is weighed in (see
-        ``RetrievalConfig.target_weight``); None when that weight is 0."""
+                        weight: float | None,
+                        ) -> tuple[float, str, float, SiblingEvidence | None] | None:
+        """(router belief, group id, evidence, its sibling evidence) of the router candidate
+        that scores best once the request's evidence for each candidate's final steps (see
+        ``RetrievalConfig.target_weight``) and its words for the part that sets siblings apart
+        (``sibling_weight``) are weighed in; None when neither applies."""
         cfg = self.config
-        if cfg.target_weight <= 0 or not ranked:
+        siblings = self._sibling_evidence(ranked, query) \
+            if weight is None and cfg.sibling_weight > 0 else {}
+        if (cfg.target_weight <= 0 and not siblings) or not ranked:
             return None
-        pairs = self._final_step_pairs(ranked, query, vector)
+        pairs = self._final_step_pairs(ranked, query, vector) if cfg.target_weight > 0 else {}
         share = cfg.target_vector_weight if weight is None else weight
-        at, evidence = weigh_final_steps([(belief, pairs[gid]) for belief, gid in ranked],
-                                         cfg.target_weight, share)
-        return ranked[at][0], ranked[at][1], evidence
+        at, evidence = weigh_final_steps(
+            [(belief, pairs.get(gid, [])) for belief, gid in ranked], cfg.target_weight, share,
+            [cfg.sibling_weight * siblings[gid].lead if gid in siblings else 0.0
+             for _, gid in ranked])
+        return ranked[at][0], ranked[at][1], evidence, siblings.get(ranked[at][1])
+
+    def _sibling_evidence(self, ranked: Sequence[tuple[float, str]], query: str,
+                          ) -> dict[str, SiblingEvidence]:
+        """Group id -> how much better than its siblings the request's words match the part
+        of its final steps' names that sets it apart (see ``RetrievalConfig.sibling_weight``);
+        empty when the router's first candidates are not siblings."""
+        if len(ranked) < 2:
+            return {}
+        top = [gid for _, gid in ranked[:SIBLING_CANDIDATES]]
+        reads = self._reads
+        finals = {gid: _final_members(reads.node(gid)) for gid in top}
+        reads.fetch(nodes=[m for ids in finals.values() for m in ids])
+        words = {gid: name_words(r.name for m in ids if (r := reads.node(m)) is not None)
+                 for gid, ids in finals.items()}
+        parts = distinguishing_parts([words[gid] for gid in top], self.config.sibling_overlap)
+        if len(parts) < 2:
+            return {}
+        request_words = list(dict.fromkeys(w.lower() for w in _REQUEST_WORD.findall(query)))
+        if not request_words:
+            return {}
+        phrases = list(dict.fromkeys(parts.values()))
+        vectors = self._words.encode([*request_words, *phrases])
+        said, named = vectors[: len(request_words)], vectors[len(request_words):]
+        similarity = said @ named.T
+        best: dict[str, tuple[float, str]] = {}
+        for column, phrase in enumerate(phrases):
+            row = int(np.argmax(similarity[:, column]))
+            best[phrase] = (float(similarity[row, column]), request_words[row])
+        mean = sum(best[p][0] for p in parts.values()) / len(parts)
+        return {top[i]: SiblingEvidence(phrase, best[phrase][1], best[phrase][0] - mean)
+                for i, phrase in parts.items()}
 
     def _final_step_pairs(self, ranked: Sequence[tuple[float, str]], query: str, vector: Any,
                           ) -> dict[str, list[tuple[float, float]]]:
@@ -894,10 +952,12 @@ class Retriever:
                 for gid, ids in finals.items()}
 
     def final_step_evidence(self, request: str,
-                            ) -> list[tuple[float, tuple[str, ...], list[tuple[float, float]]]]:
+                            ) -> list[tuple[float, tuple[str, ...], list[tuple[float, float]],
+                                            float]]:
         """For calibration: the router's top ten for ``request`` as (belief, members, the
-        (cosine, lexical) evidence of each final step), so that ``target_weight`` and
-        ``target_vector_weight`` can be tried without searching again."""
+        (cosine, lexical) evidence of each final step, the sibling evidence's lead), so that
+        ``target_weight``, ``target_vector_weight`` and ``sibling_weight`` can be tried
+        without searching again."""
         with self._reading():
             state = self._refresh()
             if state.router is None:
@@ -906,7 +966,9 @@ class Retriever:
             ranked = state.router.top(request, vector, 10)
             self._reads.fetch(nodes=[gid for _, gid in ranked])
             pairs = self._final_step_pairs(ranked, request, vector)
-            return [(belief, tuple(record.data.get("members", ())), pairs[gid])
+            siblings = self._sibling_evidence(ranked, request)
+            return [(belief, tuple(record.data.get("members", ())), pairs[gid],
+                     siblings[gid].lead if gid in siblings else 0.0)
                     for belief, gid in ranked if (record := self._reads.node(gid)) is not None]
 
     def _examples_of(self, gid: str, query: str, vector: Any, state: _IndexState,
@@ -1362,20 +1424,105 @@ candidate it gives 1e-12 should still win when the request plainly asks for its 
 
 
 def weigh_final_steps(candidates: Sequence[tuple[float, Sequence[tuple[float, float]]]],
-                      weight: float, share: float) -> tuple[int, float]:
+                      weight: float, share: float, bonus: Sequence[float] = (),
+                      ) -> tuple[int, float]:
     """(index, evidence) of the candidate, given as (router belief, the (cosine, lexical)
-    evidence of each final step), with the best ``log(belief) + weight * evidence``: the
-    evidence is its best final step's ``share * cosine + (1 - share) * lexical``, the belief
-    floored at ``BELIEF_FLOOR``; the first of equals wins (the router's order)."""
+    evidence of each final step), with the best ``log(belief) + weight * evidence + bonus``:
+    the evidence is its best final step's ``share * cosine + (1 - share) * lexical``, the
+    belief floored at ``BELIEF_FLOOR``, the bonus (the weighed sibling evidence) 0 where not
+    given; the first of equals wins (the router's order).
+
+    >>> weigh_final_steps([(0.6, [(0.2, 0.0)]), (0.4, [(0.5, 0.0)])], 0.0, 1.0)
+    (0, 0.2)
+    >>> weigh_final_steps([(0.6, [(0.2, 0.0)]), (0.4, [(0.5, 0.0)])], 0.0, 1.0, [0.0, 1.0])
+    (1, 0.5)
+    """
     best: tuple[float, int, float] | None = None
     for at, (belief, pairs) in enumerate(candidates):
         evidence = max((share * cosine + (1 - share) * lexical for cosine, lexical in pairs),
                        default=0.0)
         score = math.log(max(belief, BELIEF_FLOOR)) + weight * evidence
+        if at < len(bonus):
+            score += bonus[at]
         if best is None or score > best[0] + 1e-12:
             best = (score, at, evidence)
     assert best is not None, "no candidates"
     return best[1], best[2]
+
+
+SIBLING_CANDIDATES = 3
+"""Siblings are looked for among the router's first three candidates: further down, its
+belief is too small for a word to matter, and unrelated groups would blur the comparison."""
+_REQUEST_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_NAME_WORD = re.compile(r"[a-z0-9]+")
+
+
+class _WordVectors:
+    """Vectors of single words and name parts, kept in memory (at most ``limit``): the
+    words of requests repeat, and embedding a dozen short texts costs more than the request
+    itself."""
+
+    def __init__(self, encoder: Encoder, limit: int = 16384) -> None:
+        self.encoder = encoder
+        self.limit = limit
+        self._kept: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:
+            found = {t: v for t in texts if (v := self._kept.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = dict(zip(missing, self.encoder.encode(missing), strict=True))
+            found.update(fresh)
+            with self._lock:
+                self._kept.update(fresh)
+                while len(self._kept) > self.limit:
+                    self._kept.popitem(last=False)
+        return np.stack([found[t] for t in texts])
+
+
+@dataclass(frozen=True)
+class SiblingEvidence:
+    part: str
+    """The words of the group's final steps' names that its siblings' names lack."""
+    word: str
+    """The request's word nearest that part."""
+    lead: float
+    """Their similarity less the mean over the siblings' parts."""
+
+
+def name_words(names: Iterable[str]) -> tuple[str, ...]:
+    """The words of skill names, in order of first appearance.
+
+    >>> name_words(["get-life-expectancy-by-sub-region", "set_wifi_status"])
+    ('get', 'life', 'expectancy', 'by', 'sub', 'region', 'set', 'wifi', 'status')
+    """
+    return tuple(dict.fromkeys(w for name in names for w in _NAME_WORD.findall(name.lower())))
+
+
+def distinguishing_parts(candidates: Sequence[Sequence[str]], overlap: float) -> dict[int, str]:
+    """Index -> the part that sets a candidate apart, for the first candidate and those whose
+    words overlap with its own by at least ``overlap`` (Jaccard): the words it has and none of
+    the others in that family has, joined in their order. Empty unless two candidates have
+    such a part.
+
+    >>> distinguishing_parts([("get", "rent", "by", "country"), ("get", "rent", "by", "sub",
+    ...                       "region"), ("play", "song")], 0.3)
+    {0: 'country', 1: 'sub region'}
+    """
+    if not candidates or not candidates[0]:
+        return {}
+    lead = set(candidates[0])
+    family = [i for i, words in enumerate(candidates)
+              if words and len(lead & set(words)) / len(lead | set(words)) >= overlap]
+    parts: dict[int, str] = {}
+    for i in family:
+        others = {w for j in family if j != i for w in candidates[j]}
+        own = [w for w in candidates[i] if w not in others]
+        if own:
+            parts[i] = " ".join(own)
+    return parts if len(parts) >= 2 else {}
 
 
 def _final_members(group: NodeRecord | None) -> list[str]:

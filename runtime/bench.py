@@ -302,6 +302,8 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
 TARGET_WEIGHTS = (0.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """Candidates for ``target_weight``, the first (the router alone) preferred on ties."""
 TARGET_VECTOR_WEIGHTS = (0.5, 0.25, 0.75)
+SIBLING_WEIGHTS = (0.0, 4.0, 16.0)
+"""Candidates for ``sibling_weight`` besides the default (which wins ties)."""
 TARGET_MIN_ROWS = 20
 TARGET_MIN_GAIN = 0.01
 """A final-step weight is kept only when it adds at least this much mean set F1 (1 point) to
@@ -330,37 +332,54 @@ def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
     for row in held_out:
         gold = set(row.skills)
         candidates = retriever.final_step_evidence(row.request)
-        if any(set(members) == gold for _, members, _ in candidates):
+        if any(set(candidate[1]) == gold for candidate in candidates):
             rows.append((gold, candidates))
     if len(rows) < TARGET_MIN_ROWS:
         return config, {"target_rows": len(rows)}
 
-    def per_row(alpha: float, share: float) -> list[float]:
+    def per_row(alpha: float, share: float, siblings: float) -> list[float]:
         out = []
         for gold, candidates in rows:
-            at, _ = weigh_final_steps([(belief, pairs) for belief, _, pairs in candidates],
-                                      alpha, share)
+            at, _ = weigh_final_steps([(belief, pairs) for belief, _, pairs, _ in candidates],
+                                      alpha, share,
+                                      [siblings * lead for _, _, _, lead in candidates])
             out.append(f1(set(candidates[at][1]), gold))
         return out
 
-    router = per_row(0.0, TARGET_VECTOR_WEIGHTS[0])
-    scores = {(alpha, share): per_row(alpha, share)
+    def beats(values: list[float], reference: list[float]) -> bool:
+        # More than the noise of a few rows: ``TARGET_MIN_GAIN`` of mean set F1, on more rows
+        # than it loses.
+        won = sum(1 for v, r in zip(values, reference, strict=True) if v > r + 1e-9)
+        lost = sum(1 for v, r in zip(values, reference, strict=True) if v < r - 1e-9)
+        return won > lost and sum(values) - sum(reference) >= TARGET_MIN_GAIN * len(rows)
+
+    default = config.sibling_weight
+    router = per_row(0.0, TARGET_VECTOR_WEIGHTS[0], default)
+    scores = {(alpha, share): per_row(alpha, share, default)
               for share in TARGET_VECTOR_WEIGHTS for alpha in TARGET_WEIGHTS}
     best_key = (0.0, TARGET_VECTOR_WEIGHTS[0])
     for key, values in scores.items():
-        # A weight must beat the router alone by more than the noise of a few rows
-        # (``TARGET_MIN_GAIN`` of mean set F1, on more rows than it loses), then score best.
-        won = sum(1 for v, r in zip(values, router, strict=True) if v > r + 1e-9)
-        lost = sum(1 for v, r in zip(values, router, strict=True) if v < r - 1e-9)
-        if won <= lost or sum(values) - sum(router) < TARGET_MIN_GAIN * len(rows):
-            continue
-        if sum(values) > sum(scores[best_key]) + 1e-9:
+        # A weight must beat the router alone by more than noise, then score best.
+        if beats(values, router) and sum(values) > sum(scores[best_key]) + 1e-9:
             best_key = key
     alpha, share = best_key
-    return replace(config, target_weight=alpha, target_vector_weight=share), {
+    # Then the sibling weight with the best held-out set F1, the default on ties. (No margin
+    # over noise here: where a router fitted on many requests knows better than the words of
+    # the names, as on ToolLens, history says so and the weight goes to 0.)
+    siblings = {weight: per_row(alpha, share, weight)
+                for weight in dict.fromkeys((default, *SIBLING_WEIGHTS))}
+    sibling = default
+    for weight, values in siblings.items():
+        if sum(values) > sum(siblings[sibling]) + 1e-9:
+            sibling = weight
+    return replace(config, target_weight=alpha, target_vector_weight=share,
+                   sibling_weight=sibling), {
         "target_rows": len(rows), "target_weight": alpha, "target_vector_weight": share,
         "target_set_f1": {f"{a:g}@{w:g}": round(100 * sum(v) / len(v), 1)
-                          for (a, w), v in scores.items()}}
+                          for (a, w), v in scores.items()},
+        "sibling_weight": sibling,
+        "sibling_set_f1": {f"{w:g}": round(100 * sum(v) / len(v), 1)
+                           for w, v in siblings.items()}}
 
 
 NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)

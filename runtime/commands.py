@@ -243,6 +243,12 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
         lines.append("  steps: " + " -> ".join(group.member_names))
         if "demoted" in ex:
             lines.append(f"  demoted by the quality filter: {ex['demoted']}")
+        if "router_first" in ex:
+            sibling = ex.get("sibling_evidence")
+            why = (f"the request's '{sibling['word']}' is nearest its '{sibling['part']}'"
+                   if sibling and sibling.get("lead", 0) > 0
+                   else "its final steps fit the request better")
+            lines.append(f"  chosen over \"{ex['router_first']}\", the router's first: {why}")
     else:
         lines.append(f"No group: {toolbox.fallback_reason}")
     lines.append("")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skillgrove.graph.embedded import EmbeddedStore
+    from skillgrove.graph.embeddings import Encoder
 
 FIXTURE_LIBRARY = Path(__file__).resolve().parent / "fixtures" / "library"
 
@@ -26,3 +32,23 @@ def write_group(root: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
+
+
+def indexed_store(root: Path, skills: Mapping[str, str], groups: Mapping[str, str],
+                  encoder: Encoder) -> EmbeddedStore:
+    """An in-memory store indexing a library written into ``root``: instruction-only skills
+    (name -> description) and group files (id -> YAML text)."""
+    from skillgrove.graph.embedded import EmbeddedStore
+    from skillgrove.graph.indexer import index_library
+    from skillgrove.groups.library import load_library
+    from skillgrove.skills.loader import LoadOptions
+
+    for name, description in skills.items():
+        write_skill(root / "skills", name, f"---\nname: {name}\ndescription: {description}\n---\n")
+    for gid, text in groups.items():
+        write_group(root, f"{gid}.yaml", text)
+    library = load_library([root], LoadOptions())
+    assert not library.errors, [e.format() for e in library.errors]
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)
+    return store

@@ -13,12 +13,9 @@ import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
-from skillgrove.graph.indexer import index_library
 from skillgrove.graph.model import NodeKind
 from skillgrove.graph.retrieval import RetrievalConfig, Retriever, _final_members
-from skillgrove.groups.library import load_library
-from skillgrove.skills.loader import LoadOptions
-from tests.helpers import write_group, write_skill
+from tests.helpers import indexed_store
 
 SKILLS = {
     "amazon-login": "Sign in to the user's Amazon account with email and password.",
@@ -52,16 +49,9 @@ def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
-    root = tmp_path_factory.mktemp("final-steps")
-    for name, description in SKILLS.items():
-        write_skill(root / "skills", name, f"---\nname: {name}\ndescription: {description}\n---\n")
-    for gid, (first, last, examples) in GROUPS.items():
-        write_group(root, f"{gid}.yaml", _group_yaml(gid, first, last, examples))
-    library = load_library([root], LoadOptions())
-    assert not library.errors, [e.format() for e in library.errors]
-    store = EmbeddedStore(None)
-    index_library(library, store, encoder)
-    return store
+    return indexed_store(tmp_path_factory.mktemp("final-steps"), SKILLS,
+                         {gid: _group_yaml(gid, *group) for gid, group in GROUPS.items()},
+                         encoder)
 
 
 def test_the_final_steps_are_those_no_step_needs(store: EmbeddedStore) -> None:

@@ -15,7 +15,6 @@ import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
-from skillgrove.graph.indexer import index_library
 from skillgrove.graph.retrieval import (
     RetrievalConfig,
     Retriever,
@@ -23,10 +22,8 @@ from skillgrove.graph.retrieval import (
     name_words,
     weigh_final_steps,
 )
-from skillgrove.groups.library import load_library
 from skillgrove.runtime.commands import render_toolbox
-from skillgrove.skills.loader import LoadOptions
-from tests.helpers import write_group, write_skill
+from tests.helpers import indexed_store
 
 SKILLS = {
     "get-country-code": "Look up the ISO code of a country from its name.",
@@ -60,16 +57,9 @@ def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
-    root = tmp_path_factory.mktemp("siblings")
-    for name, description in SKILLS.items():
-        write_skill(root / "skills", name, f"---\nname: {name}\ndescription: {description}\n---\n")
-    for gid, (first, last, examples) in GROUPS.items():
-        write_group(root, f"{gid}.yaml", _group_yaml(gid, first, last, examples))
-    library = load_library([root], LoadOptions())
-    assert not library.errors, [e.format() for e in library.errors]
-    store = EmbeddedStore(None)
-    index_library(library, store, encoder)
-    return store
+    return indexed_store(tmp_path_factory.mktemp("siblings"), SKILLS,
+                         {gid: _group_yaml(gid, *group) for gid, group in GROUPS.items()},
+                         encoder)
 
 
 CONFIG = replace(RetrievalConfig(), single_skill_margin=1.0, single_step_lead=1.0,

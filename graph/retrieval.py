@@ -926,7 +926,7 @@ class Retriever:
         parts = distinguishing_parts([words[gid] for gid in top], self.config.sibling_overlap)
         if len(parts) < 2:
             return {}
-        request_words = list(dict.fromkeys(w.lower() for w in _REQUEST_WORD.findall(query)))
+        request_words = request_terms(query)
         if not request_words:
             return {}
         phrases = list(dict.fromkeys(parts.values()))
@@ -1490,6 +1490,19 @@ class SiblingEvidence:
     """The request's word nearest that part."""
     lead: float
     """Their similarity less the mean over the siblings' parts."""
+
+
+def request_terms(text: str) -> list[str]:
+    """The words of a request that could name a part, lower-cased, each once: not numbers, not
+    lower-case words of one or two letters ("in", "my"; "LA" and "UK" stay). Each is embedded
+    on its own, so every word left out saves time.
+
+    >>> request_terms("What's the rent in LA for 2 rooms in 2024? my LA flat")
+    ["what's", 'the', 'rent', 'la', 'for', 'rooms', 'flat']
+    """
+    return list(dict.fromkeys(
+        word.lower() for word in _REQUEST_WORD.findall(text)
+        if not word.isdigit() and (len(word) > 2 or word.isupper())))
 
 
 def name_words(names: Iterable[str]) -> tuple[str, ...]:

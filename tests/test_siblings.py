@@ -20,6 +20,7 @@ from skillgrove.graph.retrieval import (
     Retriever,
     distinguishing_parts,
     name_words,
+    request_terms,
     weigh_final_steps,
 )
 from skillgrove.runtime.commands import render_toolbox
@@ -138,3 +139,8 @@ def test_the_bonus_is_added_to_the_log_belief() -> None:
     # log(0.6) - log(0.4) is 0.405: a bonus of 0.5 for the second is enough, 0.3 is not.
     assert weigh_final_steps(candidates, 0.0, 1.0, [0.0, 0.5]) == (1, 0.5)
     assert weigh_final_steps(candidates, 0.0, 1.0, [0.0, 0.3]) == (0, 0.2)
+
+
+def test_request_terms_leave_out_numbers_and_short_lower_case_words() -> None:
+    assert request_terms("What's the rent in LA for 2 rooms in 2024? my LA flat") == [
+        "what's", "the", "rent", "la", "for", "rooms", "flat"]

@@ -71,6 +71,7 @@ from skillgrove.graph.indexer import (
     fit_router,
     gc_paused,
     generation,
+    generation_with,
     router_input,
     router_text,
     similar_edges,
@@ -188,7 +189,9 @@ def build(skills: list[NodeRecord], vectors: dict[str, Vectors],
         text, fitted_on = (router.to_text() if router is not None else ""), router_input(
             nodes, vectors)
     meta.update({ROUTER_KEY: text, ROUTER_DIGEST_KEY: text_digest(text),
-                 ROUTER_INPUT_KEY: fitted_on, GENERATION_KEY: generation(nodes, edges, "bench")})
+                 ROUTER_INPUT_KEY: fitted_on,
+                 GENERATION_KEY: (generation_with(nodes, contains, similar, "bench")
+                                  if similar is not None else generation(nodes, edges, "bench"))})
     return nodes, edges, meta
 
 

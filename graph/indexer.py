@@ -87,6 +87,13 @@ class _Similar:
     src: npt.NDArray[np.int64]
     dst: npt.NDArray[np.int64]
     weights: npt.NDArray[np.float64]
+    total: int
+    """The sum of the edges' ``Edge.digest`` (their part of the index generation)."""
+
+    @classmethod
+    def of(cls, ids: list[str], edges: list[Edge], src: npt.NDArray[np.int64],
+           dst: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]) -> _Similar:
+        return cls(ids, edges, src, dst, weights, sum(map(_DIGEST, edges)))
 
     @classmethod
     def of_edges(cls, ids: Sequence[str], edges: Sequence[Edge]) -> _Similar:
@@ -98,8 +105,8 @@ class _Similar:
                           count=len(edges))
         ours = np.nonzero((src >= 0) & (dst >= 0))[0]
         weights = np.fromiter(map(_WEIGHT, edges), dtype=np.float64, count=len(edges))
-        return cls(list(ids), list(map(edges.__getitem__, ours.tolist())), src[ours], dst[ours],
-                   weights[ours])
+        return cls.of(list(ids), list(map(edges.__getitem__, ours.tolist())), src[ours],
+                      dst[ours], weights[ours])
 
     def reordered(self, ids: list[str]) -> _Similar:
         """The same edges over ``ids``, the same nodes in another order."""
@@ -108,7 +115,8 @@ class _Similar:
         position = {nid: i for i, nid in enumerate(ids)}
         row = np.fromiter(map(position.__getitem__, self.ids), dtype=np.int64,
                           count=len(self.ids))
-        return _Similar(ids, self.edges, row[self.src], row[self.dst], self.weights)
+        return _Similar(ids, self.edges, row[self.src], row[self.dst], self.weights,
+                        self.total)
 
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
@@ -119,12 +127,11 @@ def _computed(ids: list[str], matrix: Vectors, k: int, threshold: float, block: 
               ) -> _Similar:
     """:func:`similar_edges`, the whole computation, with the edges' rows."""
     if len(ids) < 2:
-        return _Similar(ids, [], _NO_ROWS, _NO_ROWS, np.zeros(0))
+        return _Similar(ids, [], _NO_ROWS, _NO_ROWS, np.zeros(0), 0)
     rows = np.arange(len(ids), dtype=np.int64)
     chosen = _choose(matrix, rows, _id_ranks(ids) if rank is None else rank, k, threshold,
                      block, slack)
-    edges, src, dst, weights = _chosen_edges(ids, chosen, None)
-    return _Similar(ids, edges, src, dst, weights)
+    return _Similar.of(ids, *_chosen_edges(ids, chosen, None))
 
 
 def updated_similar_edges(old_ids: Sequence[str], old_matrix: Vectors, old_edges: Sequence[Edge],
@@ -226,12 +233,17 @@ def _updated(old: _Similar, ids: list[str], matrix: Vectors, unchanged: npt.NDAr
     recompute[neighbours_of(touched)] = True
     chosen = _choose(matrix, np.nonzero(recompute)[0].astype(np.int64),
                      _id_ranks(ids) if rank is None else rank, k, threshold, block, slack)
-    stays = np.nonzero((src < count) & (dst < count) & ~touched[src] & ~touched[dst])[0]
+    staying = (src < count) & (dst < count) & ~touched[src] & ~touched[dst]
+    stays = np.nonzero(staying)[0]
     edges, new_src, new_dst, new_weights = _chosen_edges(ids, chosen,
                                                          set(np.nonzero(affected)[0].tolist()))
+    # The digests' sum follows the edges that went and came.
+    total = (old.total - sum(map(_DIGEST, map(old.edges.__getitem__,
+                                              np.nonzero(~staying)[0].tolist())))
+             + sum(map(_DIGEST, edges)))
     return _Similar(ids, list(map(old.edges.__getitem__, stays.tolist())) + edges,
                     np.concatenate([src[stays], new_src]), np.concatenate([dst[stays], new_dst]),
-                    np.concatenate([weights[stays], new_weights]))
+                    np.concatenate([weights[stays], new_weights]), total)
 
 
 def _chosen_edges(ids: Sequence[str], chosen: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
@@ -258,6 +270,7 @@ def _chosen_edges(ids: Sequence[str], chosen: tuple[npt.NDArray[np.int64], npt.N
 
 
 _SRC, _DST, _WEIGHT = attrgetter("src"), attrgetter("dst"), attrgetter("weight")
+_DIGEST = attrgetter("digest")
 
 
 def _entry_floors(src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64],
@@ -466,6 +479,17 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
                 ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge]]:
     """``runs`` are run-record dicts (``graph.runlog``): their statistics feed the quality
     filter, and the skills each run used together add to CO_USED."""
+    nodes, vectors, others, similar_to = _graph(library, encoder, progress, co_use, runs,
+                                                similar)
+    return nodes, vectors, others + similar_to
+
+
+def _graph(library: Library, encoder: Encoder, progress: Progress | None,
+           co_use: Mapping[tuple[str, str], float] | None, runs: Sequence[Mapping[str, Any]],
+           similar: SimilarSource | None,
+           ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge], list[Edge]]:
+    """:func:`build_graph`, the SIMILAR_TO edges apart from the others (see
+    :func:`generation_with`)."""
     # Every loaded skill is a node under its own id, a shadowed same-named one too; a name (a
     # group's step, a `depends_on`, a run's step) means the skill that answers for it.
     skills = library.catalog.active
@@ -486,20 +510,22 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
     vectors = embed_nodes(nodes, encoder, progress)
 
     with gc_paused():
-        edges = _edges(library, skills, skill_nodes, group_nodes, vectors, co_use, similar)
+        others, similar_to = _edges(library, skills, skill_nodes, group_nodes, vectors, co_use,
+                                    similar)
         # History may name skills that are not indexed (rejected, removed, an id that
-        # changed): an edge is written only between nodes that exist.
+        # changed): an edge is written only between nodes that exist. SIMILAR_TO edges join
+        # the nodes they were computed over.
         known = {n.id for n in nodes}
-        edges = [e for e in edges if e.src in known and e.dst in known]
-    return nodes, vectors, edges
+        others = [e for e in others if e.src in known and e.dst in known]
+    return nodes, vectors, others, similar_to
 
 
 def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[NodeRecord],
            group_nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
            co_use: Mapping[tuple[str, str], float] | None, similar: SimilarSource | None,
-           ) -> list[Edge]:
+           ) -> tuple[list[Edge], list[Edge]]:
     """The edges of :func:`build_graph`: CONTAINS and FLOWS_TO from the groups, declared
-    prerequisites, SIMILAR_TO (from ``similar`` when given), CO_USED."""
+    prerequisites and CO_USED; then SIMILAR_TO (from ``similar`` when given), skills' first."""
     edges: list[Edge] = []
     memberships: list[list[str]] = []
     for group in library.groups.values():
@@ -524,14 +550,15 @@ def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[No
             if needed is not None and needed.id != skill.id:
                 edges.append(Edge(EdgeKind.FLOWS_TO, needed.id, skill.id, 1.0,
                                   {"declared": True, "position": position}))
+    similar_to: list[Edge] = []
     for kind, kind_nodes in ((NodeKind.SKILL, skill_nodes), (NodeKind.GROUP, group_nodes)):
         ids = [n.id for n in kind_nodes]
         if ids:
             matrix = stacked([vectors[i] for i in ids])
-            edges.extend(similar(kind, ids, matrix) if similar is not None
-                         else similar_edges(ids, matrix))
+            similar_to.extend(similar(kind, ids, matrix) if similar is not None
+                              else similar_edges(ids, matrix))
     edges.extend(co_used_edges(memberships, co_use))
-    return edges
+    return edges, similar_to
 
 
 def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge], *also: str) -> str:
@@ -543,14 +570,48 @@ def generation(nodes: Sequence[NodeRecord], edges: Sequence[Edge], *also: str) -
     Order does not matter: the nodes' and the edges' 128-bit digests (``NodeRecord.digest``,
     ``Edge.digest``, each computed once per record) are added up, so a re-index that keeps
     most records pays a sum, not a sort and a hash of every line (0.1 s at 10k skills)."""
+    by_key = {edge.key: edge for edge in edges}
+    return _generation(nodes, len(by_key), sum(map(_DIGEST, by_key.values())), also)
+
+
+def generation_with(nodes: Sequence[NodeRecord], others: Sequence[Edge],
+                    similar: StoredSimilar, *also: str) -> str:
+    """:func:`generation` of ``nodes`` and of ``others`` followed by the SIMILAR_TO edges the
+    calls of ``similar`` returned (in their order, one call per kind), without a pass over
+    those: each result carries its digests' sum, which an update keeps by taking out the
+    edges that went and adding those that came. ``others`` holding a SIMILAR_TO edge, or
+    results that could share an edge (a kind asked twice, a node in two), take the pass."""
+    parts = [part for _, part in similar.handed]
+    kinds = [kind for kind, _ in similar.handed]
+    similar_to = EdgeKind.SIMILAR_TO
+    if (len(set(kinds)) != len(kinds) or any(edge.kind is similar_to for edge in others)
+            or not _disjoint([part.ids for part in parts])):
+        return generation(nodes, [*others, *(e for part in parts for e in part.edges)], *also)
+    by_key = {edge.key: edge for edge in others}
+    return _generation(nodes, len(by_key) + sum(len(part.edges) for part in parts),
+                       sum(map(_DIGEST, by_key.values())) + sum(part.total for part in parts),
+                       also)
+
+
+def _disjoint(id_lists: Sequence[Sequence[str]]) -> bool:
+    """Whether no id is in two of the lists (the longest is only looked up, not copied)."""
+    ordered = sorted(id_lists, key=len)
+    seen: set[str] = set()
+    for ids in ordered[:-1]:
+        if not seen.isdisjoint(ids):
+            return False
+        seen.update(ids)
+    return not ordered or seen.isdisjoint(ordered[-1])
+
+
+def _generation(nodes: Sequence[NodeRecord], edge_count: int, edge_sum: int,
+                also: Sequence[str]) -> str:
     mask = (1 << 128) - 1
     by_id = {node.id: node for node in nodes}
-    node_sum = sum(node.digest for node in by_id.values()) & mask
-    by_key = {edge.key: edge for edge in edges}
-    edge_sum = sum(edge.digest for edge in by_key.values()) & mask
+    node_sum = sum(map(_DIGEST, by_id.values())) & mask
     hasher = hashlib.sha256(f"{GENERATION_VERSION}\0".encode())
     hasher.update("\0".join(also).encode("utf-8", "surrogatepass"))
-    hasher.update(f"\0{len(by_id)}:{node_sum:x}\0{len(by_key)}:{edge_sum:x}".encode())
+    hasher.update(f"\0{len(by_id)}:{node_sum:x}\0{edge_count}:{edge_sum & mask:x}".encode())
     return hasher.hexdigest()[:16]
 
 
@@ -710,6 +771,8 @@ class StoredSimilar:
     def __init__(self, store: GraphStore) -> None:
         self.store = store
         self.meta: dict[str, str] = {}
+        self.handed: list[tuple[NodeKind, _Similar]] = []
+        """What each call returned, in order (see :func:`generation_with`)."""
         self._stored_edges: list[Edge] | None = None
 
     def __call__(self, kind: NodeKind, ids: Sequence[str], matrix: Vectors) -> list[Edge]:
@@ -749,6 +812,7 @@ class StoredSimilar:
         self._remember(kind, _Known(key, result, ids_json, digests, total, rank, norms,
                                     held[0] if held is not None else [],
                                     held_rows if held_rows is not None else _NO_ROWS))
+        self.handed.append((kind, result))
         return list(result.edges)
 
     def _held(self, kind: NodeKind) -> _Held | None:
@@ -878,13 +942,16 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
     similar = stored_similar(store)
-    nodes, vectors, edges = build_graph(library, encoder, progress, co_use, runs, similar)
+    nodes, vectors, others, similar_to = _graph(library, encoder, progress, co_use, runs,
+                                                similar)
+    edges = others + similar_to
     with gc_paused():
         text, fitted_on = router_text(store, nodes, vectors)
         router_digest = text_digest(text)
         entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest,
                    ROUTER_INPUT_KEY: fitted_on,
-                   GENERATION_KEY: generation(nodes, edges, encoder.name, router_digest),
+                   GENERATION_KEY: generation_with(nodes, others, similar, encoder.name,
+                                                   router_digest),
                    "model": encoder.name, "roots": "\n".join(str(r) for r in library.roots),
                    **similar.meta, **(meta or {})}
         with write_lock or nullcontext():

@@ -272,3 +272,40 @@ def test_an_edited_content_hash_alone_keeps_the_edges(tmp_path: Path) -> None:
     edges = similar(NodeKind.SKILL, library.ids(), library.matrix())
     assert as_tuples(edges) == library.expected()
     assert similar.meta[f"{SIMILAR_KEY}:skill"] == store.get_meta(f"{SIMILAR_KEY}:skill")
+
+
+class WithoutDigests:
+    """A store that keeps no row digests and hands vectors over one by one (as the Neo4j
+    store does): the stored key is checked against the vectors read back."""
+
+    def __init__(self, store: EmbeddedStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("vector_digests", "matrix_rows"):
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+
+def test_a_store_without_row_digests_gets_the_same_edges(
+        tmp_path: Path, full_computations: list[int]) -> None:
+    path = tmp_path / "graph.sqlite"
+    library = Library(90, seed=10)
+    index(EmbeddedStore(path), library)
+    for change in ("s004", "s050", "added"):
+        library.put(change)
+        plain = WithoutDigests(EmbeddedStore(path))
+        similar = StoredSimilar(plain)  # type: ignore[arg-type]
+        edges = similar(NodeKind.SKILL, library.ids(), library.matrix())
+        assert as_tuples(edges) == library.expected(), change
+        plain.store.sync(list(library.nodes.values()), library.vectors, edges, similar.meta)
+    assert full_computations == [90]
+    with_stale_key = WithoutDigests(EmbeddedStore(path))
+    library.put("s005")
+    with_stale_key.store.sync(list(library.nodes.values()), library.vectors,
+                              with_stale_key.store.edges())  # new vectors, the old key
+    library.put("s006")
+    edges = StoredSimilar(with_stale_key)(  # type: ignore[arg-type]
+        NodeKind.SKILL, library.ids(), library.matrix())
+    assert as_tuples(edges) == library.expected()
+    assert full_computations == [90, 91]

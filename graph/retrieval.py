@@ -111,6 +111,15 @@ class RetrievalConfig:
     when the request's evidence for those skills gains more than this (1 or more: never;
     ``skillgrove bench`` calibrates it on history)."""
     near_miss_min_belief: float = 0.02
+    stand_in_margin: float = 1.0
+    """A skill named like one of the chosen group's final steps but for a part (its sibling:
+    `ebay-delete-item-from-cart` for `amazon-delete-item-from-cart`), which no candidate group
+    ends with, takes that step's place when the request's words match its part better by
+    more than this (the same word comparison as ``sibling_weight``). The members named with
+    the old part take the new one where such a skill exists (`amazon-user-login` becomes
+    `ebay-user-login`), and the answer is a composed toolbox, not the group. 1 or more:
+    never (the default; ``skillgrove bench`` calibrates it on history, where held-out rows
+    whose set no group covers are the case it is for)."""
     target_weight: float = 0.0
     """How much the request's evidence for a group's final steps (the skills no other step
     waits for: what the group is *for*) counts against the router's belief when it ranks its
@@ -296,6 +305,7 @@ class Retriever:
     def _search(self, request: str, context: RequestContext | None, k: int) -> Toolbox:
         started = time.perf_counter()
         context = context or RequestContext()
+        stand_in: StandIn | None = None
         if context.conversation:
             # The conversation breaks ties; it never overrides a request that clearly names
             # its task (a group the router is sure of, or skills that fit on their own).
@@ -334,6 +344,10 @@ class Retriever:
             skills = self._atomic_tier(query, vector, context, k, weight, glossed)
             if group is not None and candidates:
                 group = self._near_miss(group, candidates, query, vector, context, weight)
+                if weight is None:
+                    stand_in = self._stand_in(group, candidates, query, vector)
+                    if stand_in is not None:
+                        reason, group = stand_in.reason, None
             if group is not None:
                 reason = self._one_skill_fits_better(group, skills)
                 if reason is not None:
@@ -341,7 +355,11 @@ class Retriever:
         if group is not None:
             skills = self._close_runner_ups_first(group, candidates, skills, k)
         tops: tuple[str, ...] = ()
-        if group is None and fast is None:
+        if stand_in is not None:
+            tops = stand_in.members
+            skills = [*self._scored(stand_in.members, skills, stand_in.notes),
+                      *(s for s in skills if s.id not in set(stand_in.members))]
+        elif group is None and fast is None:
             several = self._several_tasks(request, context, k, weight)
             if several is not None:
                 skills, tops, parts = several
@@ -359,7 +377,11 @@ class Retriever:
         else:
             selected = tops or tuple(self.select(skills))
         edges: tuple[tuple[str, str], ...] = ()
-        if group is None and selected:
+        if stand_in is not None:
+            # What history ran, with the sibling's part: its own prerequisites are the ones
+            # renamed, and a closure would add what those runs did without.
+            edges = stand_in.edges
+        elif group is None and selected:
             selected, skills, edges = self._with_prerequisites(selected, skills)
         elif group is None and skills:
             # Nothing fits well enough to select, but the best candidate is still shown with
@@ -474,6 +496,117 @@ class Retriever:
                        "near_miss_gain": round(gain, 4), "router": round(belief, 4)}
         return _choice(record, group.score, float(group.explanation.get("threshold", 0.0)),
                        explanation, context)
+
+    def _stand_in(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
+                  query: str, vector: Any) -> StandIn | None:
+        """The chosen group with a sibling in place of its target (the final step nearest the
+        request), when the request names the sibling's part (a word at least
+        ``STAND_IN_MIN_SIMILARITY`` like it) and no candidate group ends with it (see
+        ``RetrievalConfig.stand_in_margin``); None otherwise. Other final steps are left
+        alone: a setter no step waits for is no target."""
+        cfg = self.config
+        if cfg.stand_in_margin >= 1.0:
+            return None
+        reads = self._reads
+        record = reads.node(group.id)
+        finals = _final_members(record)
+        reads.fetch(vectors=finals)
+        nearness = {f: float(v @ vector) for f in finals if (v := reads.vector(f)) is not None}
+        if not nearness:
+            return None
+        finals = [max(nearness, key=lambda f: (nearness[f], f))]
+        covered = {m for gid, _ in candidates for m in _final_members(reads.node(gid))}
+        hits = [sid for sid, _ in reads.text_search(NodeKind.SKILL, query, cfg.candidates)
+                if sid not in group.members and sid not in covered]
+        reads.fetch(nodes=[*finals, *hits])
+        terms = request_terms(query)
+        if not terms or not finals or not hits:
+            return None
+        named = {sid: name_words([r.name]) for sid in [*finals, *hits]
+                 if (r := reads.node(sid)) is not None}
+        pairs: list[tuple[str, str, str, str]] = []  # (final, sibling, its part, theirs)
+        for final in finals:
+            for sid in hits:
+                if final not in named or sid not in named:
+                    continue
+                mine, theirs = named[final], named[sid]
+                if len(set(mine) & set(theirs)) / len(set(mine) | set(theirs)) < STAND_IN_OVERLAP:
+                    continue
+                old = " ".join(w for w in mine if w not in theirs)
+                new = " ".join(w for w in theirs if w not in mine)
+                if old and new:
+                    pairs.append((final, sid, old, new))
+        if not pairs:
+            return None
+        phrases = list(dict.fromkeys(p for _, _, old, new in pairs for p in (old, new)))
+        vectors = self._words.encode([*terms, *phrases])
+        similarity = vectors[: len(terms)] @ vectors[len(terms):].T
+        nearest = {phrase: (float(similarity[:, i].max()), terms[int(similarity[:, i].argmax())])
+                   for i, phrase in enumerate(phrases)}
+        gain, final, sibling, old, new = max(
+            (nearest[new][0] - nearest[old][0], final, sid, old, new)
+            for final, sid, old, new in pairs)
+        if gain <= cfg.stand_in_margin or nearest[new][0] < STAND_IN_MIN_SIMILARITY:
+            return None
+        renamed = self._renamed(group.members, final, sibling, old.split(), new.split())
+        members = tuple(renamed.get(m, m) for m in group.members)
+        names = {m: reads.node(m).name for m in {*group.members, *members}  # type: ignore[union-attr]
+                 if reads.node(m) is not None}
+        by_name = {name: sid for sid, name in names.items()}
+        edges = tuple((renamed.get(by_name.get(a, a), by_name.get(a, a)),
+                       renamed.get(by_name.get(b, b), by_name.get(b, b))) for a, b in group.edges)
+        word = nearest[new][1]
+        replaced = ", ".join(f"'{names.get(n, n)}' for '{names.get(o, o)}'"
+                             for o, n in renamed.items())
+        reason = (f"no group does this: '{group.name}' with {replaced} (the request's "
+                  f"'{word}' is nearer '{new}' than '{old}')")
+        return StandIn(members, edges, reason, {"stand_in_for": group.name, "word": word,
+                                                "part": new, "instead_of": old,
+                                                "gain": round(gain, 4)})
+
+    def _renamed(self, members: Sequence[str], final: str, sibling: str, old: Sequence[str],
+                 new: Sequence[str]) -> dict[str, str]:
+        """Member id -> the id of the skill named like it with ``new`` words for ``old`` ones
+        (the final step -> its sibling; `amazon-user-login` -> `ebay-user-login` where that
+        skill exists)."""
+        reads = self._reads
+        out = {final: sibling}
+        for member in members:
+            record = reads.node(member)
+            if member == final or record is None:
+                continue
+            words = list(name_words([record.name]))
+            at = next((i for i in range(len(words) - len(old) + 1)
+                       if words[i: i + len(old)] == list(old)), None)
+            if at is None:
+                continue
+            wanted = tuple([*words[:at], *new, *words[at + len(old):]])
+            found = reads.text_search(NodeKind.SKILL, " ".join(wanted), 5)
+            reads.fetch(nodes=[sid for sid, _ in found])
+            for sid, _ in found:
+                other = reads.node(sid)
+                if other is not None and name_words([other.name]) == wanted and sid not in members:
+                    out[member] = sid
+                    break
+        return out
+
+    def _scored(self, ids: Sequence[str], skills: Sequence[ScoredSkill],
+                notes: Mapping[str, Any]) -> list[ScoredSkill]:
+        """``ids`` as ranked skills: their scores in ``skills`` (else the best there), with
+        ``notes`` added to their explanations."""
+        by_id = {s.id: s for s in skills}
+        top = skills[0].score if skills else 0.0
+        out = []
+        for sid in ids:
+            record = self._reads.node(sid)
+            if record is None:
+                continue
+            old = by_id.get(sid)
+            out.append(ScoredSkill(sid, record.name, old.score if old else top,
+                                   str(record.data.get("description", "")),
+                                   bool(record.data.get("available", True)),
+                                   {**(old.explanation if old else {}), **notes}))
+        return out
 
     def _extra_tasks(self, request: str, group: GroupChoice, context: RequestContext, k: int,
                      weight: float | None) -> list[ScoredSkill]:
@@ -1480,6 +1613,23 @@ class _WordVectors:
                 while len(self._kept) > self.limit:
                     self._kept.popitem(last=False)
         return np.stack([found[t] for t in texts])
+
+
+STAND_IN_OVERLAP = 0.5
+"""A skill stands in for a final step only when their names share at least half their words."""
+STAND_IN_MIN_SIMILARITY = 0.5
+"""...and when a word of the request is at least this like the part that sets it apart (the
+word itself, a synonym, "Canada" for "country"): a part nothing in the request names is
+left to the group."""
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """The chosen group with a sibling in place of a final step (see ``Retriever._stand_in``)."""
+    members: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    reason: str
+    notes: Mapping[str, Any]
 
 
 @dataclass(frozen=True)

@@ -386,34 +386,66 @@ NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)
 """Candidates for ``near_miss_margin``, the first (never) preferred on ties."""
 
 
-def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
-                        ) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """The ``near_miss_margin`` whose group answers have the best set F1 on held-out rows
-    (every row answered with a group, as the group settings are calibrated after it)."""
-    config = retriever.config
-    if not held_out:
-        return config, {}
-    def mean_f1(margin: float, extend: bool) -> float:
-        probe = Retriever(retriever.store, retriever.encoder, replace(
-            config, group_threshold=-1.0, cjk_group_threshold=-1.0, router_min_confidence=0.0,
-            single_skill_margin=1.0, fast_route_confidence=2.0, near_miss_margin=margin,
-            extend_groups=extend))
-        total = 0.0
-        for row in held_out:
-            total += f1(set(probe.search(row.request).selected), set(row.skills))
-        return total / len(held_out)
+def _group_answers_f1(retriever: Retriever, held_out: Sequence[HistoryRow],
+                      **settings: Any) -> float:
+    """Mean set F1 on the held-out rows with ``settings``, every row answered with a group
+    (as the group settings are calibrated after these)."""
+    probe = Retriever(retriever.store, retriever.encoder, replace(
+        retriever.config, group_threshold=-1.0, cjk_group_threshold=-1.0,
+        router_min_confidence=0.0, single_skill_margin=1.0, fast_route_confidence=2.0,
+        **settings))
+    total = 0.0
+    for row in held_out:
+        total += f1(set(probe.search(row.request).selected), set(row.skills))
+    return total / len(held_out)
 
-    scores = [(mean_f1(margin, False), margin) for margin in NEAR_MISS_MARGINS]
+
+def _best_margin(scores: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """(value, margin) of the best score, the first (never) on ties."""
     best_value, best_margin = scores[0]
     for value, margin in scores[1:]:
         if value > best_value + 1e-9:
             best_value, best_margin = value, margin
-    extended = mean_f1(best_margin, True)
+    return best_value, best_margin
+
+
+def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
+                        ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The ``near_miss_margin`` whose group answers have the best set F1 on held-out rows."""
+    config = retriever.config
+    if not held_out:
+        return config, {}
+    scores = [(_group_answers_f1(retriever, held_out, near_miss_margin=margin,
+                                 extend_groups=False), margin)
+              for margin in NEAR_MISS_MARGINS]
+    best_value, best_margin = _best_margin(scores)
+    extended = _group_answers_f1(retriever, held_out, near_miss_margin=best_margin,
+                                 extend_groups=True)
     extend = extended > best_value + 1e-9
     return replace(config, near_miss_margin=best_margin, extend_groups=extend), {
         "near_miss_margin": best_margin, "extend_groups": extend,
         "near_miss_set_f1": {str(m): round(100 * v, 1) for v, m in scores},
         "extended_set_f1": round(100 * extended, 1)}
+
+
+STAND_IN_MARGINS = (1.0, 0.2, 0.1, 0.05, 0.0)
+"""Candidates for ``stand_in_margin``, the first (never) preferred on ties."""
+
+
+def calibrate_stand_in(retriever: Retriever, held_out: Sequence[HistoryRow],
+                       ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """The ``stand_in_margin`` with the best set F1 on held-out rows. Rows whose skill set
+    the calibration library has no group for (a set seen once, its row held out) are the
+    case a stand-in is for; rows whose group is there show what it costs."""
+    config = retriever.config
+    if not held_out:
+        return config, {}
+    scores = [(_group_answers_f1(retriever, held_out, stand_in_margin=margin), margin)
+              for margin in STAND_IN_MARGINS]
+    _, best = _best_margin(scores)
+    return replace(config, stand_in_margin=best), {
+        "stand_in_margin": best,
+        "stand_in_set_f1": {str(m): round(100 * v, 1) for v, m in scores}}
 
 
 SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
@@ -626,6 +658,8 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             if targets is None:
                 base, targets = calibrate_targets(Retriever(store, encoder, base), held_out)
             base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
+            base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
+            near_miss.update(stand_in)
             base, calibration = calibrate(Retriever(store, encoder, base), held_out)
             calibration.update(skill_calibration)
             calibration.update(targets)

@@ -144,3 +144,65 @@ def test_the_bonus_is_added_to_the_log_belief() -> None:
 def test_request_terms_leave_out_numbers_and_short_lower_case_words() -> None:
     assert request_terms("What's the rent in LA for 2 rooms in 2024? my LA flat") == [
         "what's", "the", "rent", "la", "for", "rooms", "flat"]
+
+
+# -- a sibling standing in for the group's target ------------------------------------------
+
+SHOP_SKILLS = {
+    "ebay-user-login": "Sign in to the user's eBay account.",
+    "ebay-delete-item-from-cart": "Remove an item from the eBay shopping cart.",
+    "amazon-user-login": "Sign in to the user's Amazon account.",
+    "amazon-delete-item-from-cart": "Remove an item from the Amazon shopping cart.",
+    "play-song": "Play a song on the speakers.",
+}
+SHOP_GROUPS = {
+    "ebay-cart": ("ebay-user-login", "ebay-delete-item-from-cart", [
+        "Take the lamp out of my eBay cart", "Delete the phone case from my eBay basket"]),
+    "music": ("play-song", "play-song", ["Play my favourite song", "Put on some music"]),
+}
+STAND_IN = replace(CONFIG, stand_in_margin=0.0)
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
+    return indexed_store(tmp_path_factory.mktemp("shop"), SHOP_SKILLS,
+                         {gid: _group_yaml(gid, *group) for gid, group in SHOP_GROUPS.items()},
+                         encoder)
+
+
+def test_a_sibling_no_group_ends_with_stands_in_for_the_target(
+        shop: EmbeddedStore, encoder: CachedEncoder) -> None:
+    request = "Take the charger out of my Amazon cart"
+    assert Retriever(shop, encoder, CONFIG).search(request).group is not None  # off by default
+    toolbox = Retriever(shop, encoder, STAND_IN).search(request)
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.group is None and toolbox.shape == "composed"
+    # The login is renamed with the part too: the whole group, for Amazon.
+    assert [names[sid] for sid in toolbox.selected] == ["amazon-user-login",
+                                                        "amazon-delete-item-from-cart"]
+    assert [(names[a], names[b]) for a, b in toolbox.edges] == [
+        ("amazon-user-login", "amazon-delete-item-from-cart")]
+    assert toolbox.fallback_reason is not None
+    assert toolbox.fallback_reason.startswith("no group does this: 'ebay-cart' with "
+                                              "'amazon-delete-item-from-cart' for "
+                                              "'ebay-delete-item-from-cart'")
+    assert "the request's 'amazon' is nearer 'amazon' than 'ebay'" in toolbox.fallback_reason
+    assert toolbox.skills[1].explanation["stand_in_for"] == "ebay-cart"
+
+
+@pytest.mark.parametrize("request_text", [
+    "Take the charger out of my eBay cart",  # the group's own part
+    "Take the charger out of my cart",  # no part named: the group stands
+])
+def test_the_group_stands_when_the_request_names_no_other_part(
+        shop: EmbeddedStore, encoder: CachedEncoder, request_text: str) -> None:
+    toolbox = Retriever(shop, encoder, STAND_IN).search(request_text)
+    assert toolbox.group is not None and toolbox.group.name == "ebay-cart"
+
+
+def test_no_stand_in_for_a_sibling_a_candidate_group_ends_with(
+        store: EmbeddedStore, encoder: CachedEncoder) -> None:
+    # Both rent groups exist: choosing between them is the router's and the sibling
+    # evidence's, never a stand-in's.
+    toolbox = Retriever(store, encoder, replace(STAND_IN, sibling_weight=0.0)).search(REQUEST)
+    assert toolbox.group is not None and toolbox.group.name == "rent-by-city"

@@ -309,3 +309,21 @@ def test_a_store_without_row_digests_gets_the_same_edges(
         NodeKind.SKILL, library.ids(), library.matrix())
     assert as_tuples(edges) == library.expected()
     assert full_computations == [90, 91]
+
+
+def test_the_edges_an_edit_keeps_are_the_objects_the_store_holds(tmp_path: Path) -> None:
+    """Edges an update hands back unchanged, those chosen again among them, are the store's
+    own objects, so a sync knows them without comparing: after many edits, only the edges
+    that changed are new objects."""
+    library = Library(150, seed=11)
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    index(store, library)
+    for step in range(12):
+        library.put(f"s{step * 11:03d}")
+        similar = StoredSimilar(store)
+        edges = similar(NodeKind.SKILL, library.ids(), library.matrix())
+        held = {e.key: e for e in store.edges(EdgeKind.SIMILAR_TO)}
+        strangers = [e for e in edges if held.get(e.key) is not e]
+        assert all(e.key not in held or held[e.key].weight != e.weight for e in strangers)
+        store.sync(list(library.nodes.values()), library.vectors, edges, similar.meta)
+        assert as_tuples(edges) == library.expected()

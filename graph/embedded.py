@@ -420,10 +420,10 @@ class EmbeddedStore:
             where = self._vectors.where()
             for nid in fresh:
                 found = where.get(nid)
-                if found is not None and found[0] is kind and (vector := vectors.get(nid)) is not None:
-                    at = found[1]
-                    matrix[at] = np.asarray(vector, dtype=np.float32)
-                    origin[at] = -1
+                vector = vectors.get(nid)
+                if found is not None and found[0] is kind and vector is not None:
+                    matrix[found[1]] = np.asarray(vector, dtype=np.float32)
+                    origin[found[1]] = -1
             return list(ids), matrix, origin
         old_row = {nid: i for i, nid in enumerate(old_ids)}
         vector_ids: list[str] = []

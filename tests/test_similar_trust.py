@@ -26,11 +26,7 @@ from skillgrove.graph.indexer import (
     similar_key,
 )
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, vector_digest
-
-
-def unit(rows: np.ndarray) -> Vectors:
-    normed: Vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-    return normed
+from tests.test_incremental_similar import unit
 
 
 class Library:

@@ -357,8 +357,9 @@ class Retriever:
         tops: tuple[str, ...] = ()
         if stand_in is not None:
             tops = stand_in.members
+            placed = set(stand_in.members)
             skills = [*self._scored(stand_in.members, skills, stand_in.notes),
-                      *(s for s in skills if s.id not in set(stand_in.members))]
+                      *(s for s in skills if s.id not in placed)]
         elif group is None and fast is None:
             several = self._several_tasks(request, context, k, weight)
             if several is not None:
@@ -512,40 +513,34 @@ class Retriever:
         finals = _final_members(record)
         reads.fetch(vectors=finals)
         nearness = {f: float(v @ vector) for f in finals if (v := reads.vector(f)) is not None}
-        if not nearness:
+        terms = request_terms(query)
+        if not nearness or not terms:
             return None
-        finals = [max(nearness, key=lambda f: (nearness[f], f))]
+        final = max(nearness, key=lambda f: (nearness[f], f))
         covered = {m for gid, _ in candidates for m in _final_members(reads.node(gid))}
         hits = [sid for sid, _ in reads.text_search(NodeKind.SKILL, query, cfg.candidates)
                 if sid not in group.members and sid not in covered]
-        reads.fetch(nodes=[*finals, *hits])
-        terms = request_terms(query)
-        if not terms or not finals or not hits:
+        reads.fetch(nodes=[final, *hits])
+        target = reads.node(final)
+        if target is None:
             return None
-        named = {sid: name_words([r.name]) for sid in [*finals, *hits]
-                 if (r := reads.node(sid)) is not None}
-        pairs: list[tuple[str, str, str, str]] = []  # (final, sibling, its part, theirs)
-        for final in finals:
-            for sid in hits:
-                if final not in named or sid not in named:
-                    continue
-                mine, theirs = named[final], named[sid]
-                if len(set(mine) & set(theirs)) / len(set(mine) | set(theirs)) < STAND_IN_OVERLAP:
-                    continue
-                old = " ".join(w for w in mine if w not in theirs)
-                new = " ".join(w for w in theirs if w not in mine)
-                if old and new:
-                    pairs.append((final, sid, old, new))
+        mine = name_words([target.name])
+        pairs: list[tuple[str, str, str]] = []  # (sibling, the target's part, the sibling's)
+        for sid in hits:
+            record = reads.node(sid)
+            theirs = name_words([record.name]) if record is not None else ()
+            if overlap_of(mine, theirs) < STAND_IN_OVERLAP:
+                continue
+            old = " ".join(w for w in mine if w not in theirs)
+            new = " ".join(w for w in theirs if w not in mine)
+            if old and new:
+                pairs.append((sid, old, new))
         if not pairs:
             return None
-        phrases = list(dict.fromkeys(p for _, _, old, new in pairs for p in (old, new)))
-        vectors = self._words.encode([*terms, *phrases])
-        similarity = vectors[: len(terms)] @ vectors[len(terms):].T
-        nearest = {phrase: (float(similarity[:, i].max()), terms[int(similarity[:, i].argmax())])
-                   for i, phrase in enumerate(phrases)}
-        gain, final, sibling, old, new = max(
-            (nearest[new][0] - nearest[old][0], final, sid, old, new)
-            for final, sid, old, new in pairs)
+        nearest = self._words.nearest(
+            terms, list(dict.fromkeys(p for _, old, new in pairs for p in (old, new))))
+        gain, sibling, old, new = max((nearest[new][0] - nearest[old][0], sid, old, new)
+                                      for sid, old, new in pairs)
         if gain <= cfg.stand_in_margin or nearest[new][0] < STAND_IN_MIN_SIMILARITY:
             return None
         renamed = self._renamed(group.members, final, sibling, old.split(), new.split())
@@ -1062,14 +1057,7 @@ class Retriever:
         request_words = request_terms(query)
         if not request_words:
             return {}
-        phrases = list(dict.fromkeys(parts.values()))
-        vectors = self._words.encode([*request_words, *phrases])
-        said, named = vectors[: len(request_words)], vectors[len(request_words):]
-        similarity = said @ named.T
-        best: dict[str, tuple[float, str]] = {}
-        for column, phrase in enumerate(phrases):
-            row = int(np.argmax(similarity[:, column]))
-            best[phrase] = (float(similarity[row, column]), request_words[row])
+        best = self._words.nearest(request_words, list(dict.fromkeys(parts.values())))
         mean = sum(best[p][0] for p in parts.values()) / len(parts)
         return {top[i]: SiblingEvidence(phrase, best[phrase][1], best[phrase][0] - mean)
                 for i, phrase in parts.items()}
@@ -1614,6 +1602,15 @@ class _WordVectors:
                     self._kept.popitem(last=False)
         return np.stack([found[t] for t in texts])
 
+    def nearest(self, terms: Sequence[str], phrases: Sequence[str],
+                ) -> dict[str, tuple[float, str]]:
+        """Phrase -> (its best cosine with one of ``terms``, that term)."""
+        vectors = self.encode([*terms, *phrases])
+        similarity = vectors[: len(terms)] @ vectors[len(terms):].T
+        rows = similarity.argmax(axis=0)
+        return {phrase: (float(similarity[rows[i], i]), terms[int(rows[i])])
+                for i, phrase in enumerate(phrases)}
+
 
 STAND_IN_OVERLAP = 0.5
 """A skill stands in for a final step only when their names share at least half their words."""
@@ -1664,6 +1661,12 @@ def name_words(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for name in names for w in _NAME_WORD.findall(name.lower())))
 
 
+def overlap_of(a: Iterable[str], b: Iterable[str]) -> float:
+    """The Jaccard overlap of two sets of words (0 for two empty ones)."""
+    first, second = set(a), set(b)
+    return len(first & second) / len(first | second) if first | second else 0.0
+
+
 def distinguishing_parts(candidates: Sequence[Sequence[str]], overlap: float) -> dict[int, str]:
     """Index -> the part that sets a candidate apart, for the first candidate and those whose
     words overlap with its own by at least ``overlap`` (Jaccard): the words it has and none of
@@ -1676,9 +1679,8 @@ def distinguishing_parts(candidates: Sequence[Sequence[str]], overlap: float) ->
     """
     if not candidates or not candidates[0]:
         return {}
-    lead = set(candidates[0])
     family = [i for i, words in enumerate(candidates)
-              if words and len(lead & set(words)) / len(lead | set(words)) >= overlap]
+              if words and overlap_of(candidates[0], words) >= overlap]
     parts: dict[int, str] = {}
     for i in family:
         others = {w for j in family if j != i for w in candidates[j]}

@@ -267,7 +267,7 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
     gloss = next((s.explanation["gloss"] for s in toolbox.skills if "gloss" in s.explanation),
                  None)
     if gloss:
-        lines.append(f"  [via gloss]: matched the request's English gloss (CC-CEDICT): {gloss}")
+        lines.append(f"  [via gloss]: matched the request's English gloss (CC-CEDICT and our own office words): {gloss}")
     if toolbox.suggestions:
         lines.append("")
         lines.append("Usually used with:")

@@ -586,3 +586,34 @@ def discard_draft(engine: Skillgrove, draft_id: str) -> dict[str, Any]:
     file.unlink()
     engine.reload()
     return {"id": draft_id, "discarded": True, "path": _relative(file, folder)}
+
+
+# -- sample files for a run's inputs ------------------------------------------------------------
+
+SAMPLES_LIMIT = 500
+"""At most this many sample files are listed (a library's ``samples/`` is meant to be small)."""
+_NOT_SAMPLES = (".py", ".pyc", ".sh")
+
+
+def samples(engine: Skillgrove) -> list[dict[str, Any]]:
+    """The files of each library root's ``samples/`` folder, for a file input of a run: name,
+    absolute path and size. Dotfiles, links and the scripts that make the samples are left
+    out. Skills may read them: library roots are mounted read-only in the sandbox.
+
+    >>> samples(engine)[0]
+    {'name': 'article.html', 'path': '/.../library/samples/article.html', 'size': 2807}
+    """
+    found: list[dict[str, Any]] = []
+    for root in engine.paths:
+        folder = root / "samples"
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for file in sorted(folder.iterdir(), key=lambda f: f.name.lower()):
+            if (file.name.startswith(".") or file.suffix in _NOT_SAMPLES or file.is_symlink()
+                    or not file.is_file()):
+                continue
+            found.append({"name": file.name, "path": str(file.absolute()),
+                          "size": file.stat().st_size})
+            if len(found) >= SAMPLES_LIMIT:
+                return found
+    return found

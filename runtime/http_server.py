@@ -38,6 +38,7 @@ Endpoints (the OpenAPI description is at ``/openapi.json``, browsable at ``/docs
     POST /v1/drafts/{id}/approve           {path?} -> moves a draft that passes check into
                                            groups/: an ordinary group from then on
     DELETE /v1/drafts/{id}                 discard a draft
+    GET  /v1/samples                       the library's sample files (a run's file inputs)
     GET  /studio/                          skillgrove studio, the browser editor (static
                                            files; it calls only the endpoints above)
     GET  /v1/runs/{run_id}                 one run record
@@ -964,6 +965,11 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
     def save_group(body: SaveGroupBody) -> Response:
         return _JSON(authoring.save_group(engine, body.path, _source(body),
                                           dry_run=body.dry_run, base_sha256=body.base_sha256))
+
+    @router.get("/samples", tags=["authoring"],
+                summary="The library's sample files (what a run's file input can be given)")
+    def list_samples() -> Response:
+        return _JSON({"samples": authoring.samples(engine)})
 
     @router.get("/skills/{name}/impact", tags=["authoring"],
                 summary="The groups that use a skill, and which its current schema breaks")

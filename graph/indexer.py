@@ -430,8 +430,12 @@ def stacked(rows: Sequence[Vectors]) -> Vectors:
 
 
 def co_used_edges(groups: Sequence[Sequence[str]],
-                  extra: Mapping[tuple[str, str], float] | None = None) -> list[Edge]:
-    """Skill pairs used together: once per group holding both, plus ``extra`` (run history)."""
+                  extra: Mapping[tuple[str, str], float] | None = None,
+                  transitions: Mapping[tuple[str, str], float] | None = None) -> list[Edge]:
+    """Skill pairs used together: once per group holding both, plus ``extra`` (run history).
+    ``transitions`` (directed pairs: how often history fed ``a``'s result to ``b``) become
+    the edge's ``forward`` (src to dst) and ``backward`` counts; a pair only ever run in
+    order still counts as used together."""
     weights: dict[tuple[str, str], float] = {}
     for members in groups:
         for a, b in combinations(sorted(set(members)), 2):
@@ -439,7 +443,15 @@ def co_used_edges(groups: Sequence[Sequence[str]],
     for (x, y), weight in (extra or {}).items():
         key = (x, y) if x <= y else (y, x)
         weights[key] = weights.get(key, 0.0) + weight
-    return [Edge(EdgeKind.CO_USED, a, b, float(w)) for (a, b), w in sorted(weights.items())]
+    directed: dict[tuple[str, str], dict[str, float]] = {}
+    for (x, y), count in (transitions or {}).items():
+        if x == y:
+            continue
+        key, side = ((x, y), "forward") if x <= y else ((y, x), "backward")
+        directed.setdefault(key, {})[side] = float(count)
+        weights.setdefault(key, 1.0)
+    return [Edge(EdgeKind.CO_USED, a, b, float(w), directed.get((a, b), {}))
+            for (a, b), w in sorted(weights.items())]
 
 
 def with_quality(records: Sequence[NodeRecord], stats: Mapping[str, QualityStats],
@@ -496,6 +508,7 @@ def build_graph(library: Library, encoder: Encoder, progress: Progress | None = 
 def _graph(library: Library, encoder: Encoder, progress: Progress | None,
            co_use: Mapping[tuple[str, str], float] | None, runs: Sequence[Mapping[str, Any]],
            similar: SimilarSource | None,
+           transitions: Mapping[tuple[str, str], float] | None = None,
            ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge], list[Edge]]:
     """:func:`build_graph`, the SIMILAR_TO edges apart from the others (see
     :func:`generation_with`)."""
@@ -520,7 +533,7 @@ def _graph(library: Library, encoder: Encoder, progress: Progress | None,
 
     with gc_paused():
         others, similar_to = _edges(library, skills, skill_nodes, group_nodes, vectors, co_use,
-                                    similar)
+                                    similar, transitions)
         # History may name skills that are not indexed (rejected, removed, an id that
         # changed): an edge is written only between nodes that exist. SIMILAR_TO edges join
         # the nodes they were computed over.
@@ -532,6 +545,7 @@ def _graph(library: Library, encoder: Encoder, progress: Progress | None,
 def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[NodeRecord],
            group_nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
            co_use: Mapping[tuple[str, str], float] | None, similar: SimilarSource | None,
+           transitions: Mapping[tuple[str, str], float] | None = None,
            ) -> tuple[list[Edge], list[Edge]]:
     """The edges of :func:`build_graph`: CONTAINS and FLOWS_TO from the groups, declared
     prerequisites and CO_USED; then SIMILAR_TO (from ``similar`` when given), skills' first."""
@@ -566,7 +580,7 @@ def _edges(library: Library, skills: Mapping[str, Any], skill_nodes: Sequence[No
             matrix = stacked([vectors[i] for i in ids])
             similar_to.extend(similar(kind, ids, matrix) if similar is not None
                               else similar_edges(ids, matrix))
-    edges.extend(co_used_edges(memberships, co_use))
+    edges.extend(co_used_edges(memberships, co_use, transitions))
     return edges, similar_to
 
 
@@ -959,7 +973,8 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   co_use: Mapping[tuple[str, str], float] | None = None,
                   runs: Sequence[Mapping[str, Any]] = (),
                   write_lock: AbstractContextManager[Any] | None = None,
-                  meta: Mapping[str, str] | None = None) -> IndexResult:
+                  meta: Mapping[str, str] | None = None,
+                  transitions: Mapping[tuple[str, str], float] | None = None) -> IndexResult:
     """Embed what is new, then write the graph and its metadata in one transaction.
 
     The slow part (embedding, fitting the router) happens first; only the write runs under
@@ -972,7 +987,7 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     before = getattr(encoder, "embedded", 0)
     similar = stored_similar(store)
     nodes, vectors, others, similar_to = _graph(library, encoder, progress, co_use, runs,
-                                                similar)
+                                                similar, transitions)
     edges = others + similar_to
     with gc_paused():
         text, fitted_on = router_text(store, nodes, vectors)

@@ -465,6 +465,22 @@ def co_use_weights(rows: Iterable[HistoryRow]) -> dict[tuple[str, str], float]:
     return {pair: float(n) for pair, n in weights.items()}
 
 
+def transition_counts(rows: Iterable[HistoryRow]) -> dict[tuple[str, str], float]:
+    """How often each directed edge (a result of ``a`` feeding ``b``) was taken, once per run:
+    the order history ran two skills in, sets seen once included. Rows without edges are
+    unordered and count for nothing here.
+
+    >>> transition_counts([HistoryRow("1", "x", ("a", "b"), (("a", "b"),))])
+    {('a', 'b'): 1.0}
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    for row in rows:
+        for a, b in set(row.edges):
+            if a != b:
+                counts[(a, b)] += 1
+    return {pair: float(n) for pair, n in counts.items()}
+
+
 Contract = tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]
 """A skill's declared (inputs, outputs) JSON Schemas."""
 

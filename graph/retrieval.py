@@ -49,6 +49,13 @@ from skillgrove.graph.embeddings import Encoder, Vectors
 from skillgrove.graph.glossary import english_gloss
 from skillgrove.graph.indexer import GENERATION_KEY
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.planner import (
+    Join,
+    data_flow_edges,
+    plan_edges,
+    request_parts,
+    stated_order,
+)
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import cjk_share
@@ -361,11 +368,11 @@ class Retriever:
             skills = [*self._scored(stand_in.members, skills, stand_in.notes),
                       *(s for s in skills if s.id not in placed)]
         elif group is None and fast is None:
-            several = self._several_tasks(request, context, k, weight)
+            several = self._several_tasks(request, context, k, weight, skills)
             if several is not None:
                 skills, tops, parts = several
                 reason = (reason + "; " if reason else "") + (
-                    f"the request asks for {parts} things; each part got its own skill")
+                    f"the request asks for {parts} things; {len(tops)} skills answer them")
         selected: tuple[str, ...]
         if group is not None:
             selected = group.members
@@ -389,7 +396,11 @@ class Retriever:
             # what it would need.
             _, skills, _ = self._with_prerequisites((skills[0].id,), skills)
         if group is None and len(selected) > 1:
-            edges = self._contract_edges(selected, edges)
+            selected, edges, plan_notes = self._planned(request, selected, skills, edges)
+            if plan_notes:
+                reason = (reason + "; " if reason else "") + plan_notes
+        elif group is not None and fast is None:
+            group = self._in_stated_order(request, group, context, k, weight)
         anchors = list(group.members) if group is not None else list(selected)
         # Companions the answer does not already offer: not the anchors, nor a ranked skill
         # that scores at least half the best (the tail of the ranking is not an answer).
@@ -408,38 +419,65 @@ class Retriever:
 
     def _part_rankings(self, request: str, context: RequestContext, k: int,
                        weight: float | None) -> list[list[ScoredSkill]]:
-        """The skill ranking of each part of a request that asks for several things in turn
-        (see ``split_tasks``); empty for a request of one part."""
-        parts = split_tasks(request)
+        """The skill ranking of each part of a request that asks for several things (see
+        ``planner.request_parts``); empty for a request of one part. Remembered for the
+        search: the group and the composed toolbox both read them."""
+        parts = request_parts(request)
         if len(parts) < 2:
             return []
-        vectors = self.encoder.encode(parts)
-        return [self._atomic_tier(part, vector, context, k, weight)
-                for part, vector in zip(parts, vectors, strict=True)]
+        key = ("parts", request, k, weight, context.recent_skills)
+        reads = self._reads
+        if key not in reads.derived:
+            vectors = self.encoder.encode([p.text for p in parts])
+            reads.derived[key] = [self._atomic_tier(part.text, vector, context, k, weight)
+                                  for part, vector in zip(parts, vectors, strict=True)]
+        return list(reads.derived[key])
 
     def _several_tasks(self, request: str, context: RequestContext, k: int,
-                       weight: float | None,
+                       weight: float | None, whole: Sequence[ScoredSkill],
                        ) -> tuple[list[ScoredSkill], tuple[str, ...], int] | None:
-        """A request that asks for several things in turn ("get the quote. After that, create
-        the admin. Finally, ...") answered part by part: (the ranking, which takes the parts'
-        rankings in turn; each part's best skill, when it clears ``select_min``; the number
-        of parts). None unless two parts have a best skill of their own."""
+        """A request that asks for several things ("get the quote, then create the admin";
+        "the forecast, the current weather and the time zone") answered part by part, as
+        (the ranking, the skills chosen for the parts in the order asked, the number of
+        parts); None unless two parts need skills of their own.
+
+        The best skill for the whole request answers every part that ranks it (or a skill
+        already chosen) among its first ``PART_COVER_DEPTH``; each other part gets its own
+        best skill when that clears ``select_min`` and ``PART_RATIO`` of the best part's (a
+        part that matches nothing well is a detail of another, not a task)."""
         rankings = self._part_rankings(request, context, k, weight)
-        tops: list[str] = []
-        for ranking in rankings:
-            if ranking and ranking[0].score >= self.config.select_min \
-                    and ranking[0].id not in tops:
-                tops.append(ranking[0].id)
-        if len(tops) < 2:
+        if not rankings:
             return None
+        best_part = max((r[0].score for r in rankings if r), default=0.0)
+        floor = max(self.config.select_min, PART_RATIO * best_part)
+        chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
+        top = whole[0] if whole and whole[0].score >= floor else None
+        for index, ranking in enumerate(rankings):
+            near = [s.id for s in ranking[:PART_COVER_DEPTH]]
+            covering = next((sid for sid in near if sid in chosen), None)
+            if covering is None and top is not None and top.id in near:
+                chosen[top.id] = index
+                continue
+            if covering is not None:
+                continue
+            if ranking and ranking[0].score >= floor and ranking[0].id not in chosen:
+                chosen[ranking[0].id] = index
+        if len(chosen) < 2:
+            return None
+        tops = tuple(sorted(chosen, key=lambda sid: chosen[sid]))
+        by_id = {s.id: s for s in whole}
+        for ranking in rankings:
+            for item in ranking:
+                by_id.setdefault(item.id, item)
         woven: dict[str, ScoredSkill] = {}
+        for sid in tops:
+            item = by_id[sid]
+            woven[sid] = replace(item, explanation={**item.explanation, "task": chosen[sid] + 1})
         for depth in range(k):
-            for index, ranking in enumerate(rankings, 1):
+            for ranking in (whole, *rankings):
                 if depth < len(ranking) and ranking[depth].id not in woven:
-                    item = ranking[depth]
-                    woven[item.id] = replace(item, explanation={**item.explanation,
-                                                                "task": index})
-        return list(woven.values()), tuple(tops), len(rankings)
+                    woven[ranking[depth].id] = ranking[depth]
+        return list(woven.values()), tops, len(rankings)
 
     def _near_miss(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
                    query: str, vector: Any, context: RequestContext,
@@ -621,28 +659,72 @@ class Retriever:
                                                        "beside_group": group.name})
         return list(extras.values())
 
-    def _contract_edges(self, selected: Sequence[str],
-                        edges: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-        """``edges`` plus the contracts among the selected skills: a skill whose declared
-        output is a required input of another, selected after it, feeds that one (never
-        against an edge already there, never closing a cycle)."""
-        from skillgrove.graph.learning import acyclic_edges
+    def _planned(self, request: str, selected: Sequence[str], skills: Sequence[ScoredSkill],
+                 declared: tuple[tuple[str, str], ...],
+                 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], str]:
+        """The selected skills ordered by the planner (``graph/planner.py``): declared
+        prerequisites, the order the request states, data flow between their contracts and
+        the transitions runs took; (order, edges, a sentence saying what ordered them)."""
+        reads = self._reads
+        reads.fetch(nodes=selected, neighbors=selected)
+        parts = request_parts(request)
+        part_of = {s.id: int(s.explanation["task"]) - 1 for s in skills
+                   if s.id in selected and isinstance(s.explanation.get("task"), int)}
+        contracts = {sid: contract_of(record) for sid in selected
+                     if (record := reads.node(sid)) is not None}
+        observed: dict[tuple[str, str], float] = {}
+        inside = set(selected)
+        for sid in selected:
+            for edge, other in reads.neighbors(sid, [EdgeKind.CO_USED]):
+                if other.id not in inside or not edge.props:
+                    continue
+                forward, backward = edge.props.get("forward"), edge.props.get("backward")
+                if forward:
+                    observed[(edge.src, edge.dst)] = float(forward)
+                if backward:
+                    observed[(edge.dst, edge.src)] = float(backward)
+        plan = plan_edges(selected, part_of=part_of if len(parts) > 1 else None, parts=parts,
+                          declared=declared, data_flow=data_flow_edges(contracts),
+                          observed=observed)
+        if not plan.edges:
+            return tuple(selected), (), ""
+        kinds = list(dict.fromkeys(plan.why[e] for e in plan.edges))
+        names = [record.name for sid in plan.order if (record := reads.node(sid)) is not None]
+        return plan.order, plan.edges, (f"composed: {', '.join(names)}, ordered by "
+                                        f"{_join_words(kinds)}")
 
-        self._reads.fetch(nodes=selected)
-        records = [r for r in (self._reads.node(sid) for sid in selected) if r is not None]
-        found: list[tuple[str, str]] = []
-        for i, producer in enumerate(records):
-            outputs = set(producer.data.get("outputs", ()))
-            if not outputs:
-                continue
-            for consumer in records[i + 1:]:
-                if outputs & set(consumer.data.get("required_inputs", ())):
-                    found.append((producer.id, consumer.id))
-        if not found:
-            return edges
-        votes = {e: 2 for e in edges} | {e: 1 for e in found if e not in edges}
-        kept = acyclic_edges([*edges, *found], votes, list(selected))
-        return tuple(dict.fromkeys([*edges, *(e for e in kept if e not in edges)]))
+    def _in_stated_order(self, request: str, group: GroupChoice, context: RequestContext,
+                         k: int, weight: float | None) -> GroupChoice:
+        """``group`` with an edge between two of its steps turned round when the request
+        states the other order ("change my Monday alarm, then set a new one"): each part's
+        best-ranked member answers that part, and a sequencing word between two parts puts
+        the earlier part's member first. A group run in two orders in history keeps only
+        the commoner; the request knows which one it wants."""
+        parts = request_parts(request)
+        if not stated_order(parts) or not group.edges:
+            return group
+        members = set(group.members)
+        part_of: dict[str, int] = {}
+        for index, ranking in enumerate(self._part_rankings(request, context, k, weight)):
+            best = next((s for s in ranking if s.id in members), None)
+            if best is not None and best.id not in part_of:
+                part_of[best.id] = index
+        names = dict(zip(group.members, group.member_names, strict=False))
+        by_name = {name: sid for sid, name in names.items()}
+        turned = []
+        changed = False
+        for a, b in group.edges:
+            ia, ib = part_of.get(by_name.get(a, a)), part_of.get(by_name.get(b, b))
+            if ia is not None and ib is not None and ib + 1 == ia \
+                    and parts[ia].join is Join.SEQUENCE:
+                turned.append((b, a))
+                changed = True
+            else:
+                turned.append((a, b))
+        if not changed:
+            return group
+        return replace(group, edges=tuple(turned), explanation={
+            **group.explanation, "order": "as the request states it"})
 
     def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:
@@ -1345,27 +1427,27 @@ class Retriever:
                 for sid, w in ranked[: self.config.suggestions]]
 
 
-_TASK_BREAK = re.compile(
-    r"(?:[.!?;,]\s*(?:after that|afterwards|and then|then|next|finally|lastly|additionally|"
-    r"also|in addition)|\s+(?:after that|and then))\b[,:]?\s*"
-    r"|[。！？；，]?\s*(?:然后|接着|之后|最后|另外)[，,]?",
-    re.IGNORECASE)
-"""Where a request moves on to its next task: a sequencing word ("after that", "then",
-"finally", "also"...) after a sentence or clause break. Sentences alone do not split a request:
-most extra sentences give context ("The business type is a restaurant.")."""
-_MIN_TASK_WORDS = 3
+def _join_words(words: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def split_tasks(request: str) -> list[str]:
-    """The parts of a request that asks for several things in turn, at "after that",
-    "then", "finally" and the like (3 words or more each).
+def contract_of(record: NodeRecord) -> tuple[dict[str, str], dict[str, str]]:
+    """A skill's (declared outputs, required inputs), each a name -> JSON type ("" when the
+    schema gives none), from its indexed record."""
 
-    >>> split_tasks("Get the quote for a restaurant. After that, create an admin named Jo.")
-    ['Get the quote for a restaurant', 'create an admin named Jo']
-    """
-    pieces = [p.strip(" ,.") for p in _TASK_BREAK.split(request)]
-    return [p for p in pieces if len(p.split()) >= _MIN_TASK_WORDS
-            or (cjk_share(p) > 0.3 and len(p) >= 4)]
+    def typed(schema: Any, names: Iterable[str]) -> dict[str, str]:
+        properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+        out = {}
+        for name in names:
+            spec = properties.get(name) if isinstance(properties, Mapping) else None
+            kind = spec.get("type") if isinstance(spec, Mapping) else None
+            out[str(name)] = kind if isinstance(kind, str) else ""
+        return out
+
+    data = record.data
+    return (typed(data.get("output_schema"), data.get("outputs", ())),
+            typed(data.get("input_schema"), data.get("required_inputs", ())))
 
 
 def _reason(parts: tuple[str, str, str]) -> str:
@@ -1396,6 +1478,8 @@ class _Reads:
         self._neighbors: dict[str, list[tuple[Edge, NodeRecord]]] = {}
         self._text: dict[tuple[NodeKind, str, int], list[tuple[str, float]]] = {}
         self._dense: dict[tuple[NodeKind, bytes, int], list[tuple[str, float]]] = {}
+        self.derived: dict[Any, Any] = {}
+        """What the search computed from its reads and asks again (each part's ranking)."""
 
     def fetch(self, nodes: Iterable[str] = (), vectors: Iterable[str] = (),
               neighbors: Iterable[str] = ()) -> None:
@@ -1570,6 +1654,13 @@ def weigh_final_steps(candidates: Sequence[tuple[float, Sequence[tuple[float, fl
     assert best is not None, "no candidates"
     return best[1], best[2]
 
+
+PART_COVER_DEPTH = 3
+"""A part of a request is answered by a skill already chosen when its own ranking holds that
+skill among its first three: "give me the mean and median of each column" is one task whose
+halves both rank the statistics skill."""
+
+PART_RATIO = 0.5
 
 SIBLING_CANDIDATES = 3
 """Siblings are looked for among the router's first three candidates: further down, its

@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--write-ids", action="store_true",
                        help="write a .skill_id file holding its id into each skill folder that "
                             "has none (ids otherwise live in the index only)")
+    index.add_argument("--history", type=Path, default=None, metavar="FILE",
+                       help="a run log in the benchmark format (JSON lines: request, skills, "
+                            "edges): kept in the index folder, and this and every later index "
+                            "learns co-use and the order skills run in from it")
     _epilog(index, "skillgrove index --library ~/skills",
             "skillgrove index --library ~/skills --index /tmp/skills-index")
     index.set_defaults(handler=commands.cmd_index)
@@ -421,6 +425,18 @@ def _add_store_args(parser: argparse.ArgumentParser) -> None:
                         help="graph store (default: embedded, no server)")
     parser.add_argument("--model", default=None,
                         help="sentence-transformers model folder (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--no-sandbox", action=_NoSandboxAction, nargs=0,
+                        help="run skills without the operating-system sandbox, for a library "
+                             "you trust (as SKILLGROVE_SANDBOX=off)")
+
+
+class _NoSandboxAction(argparse.Action):
+    """``--no-sandbox``: this process's runs go without the sandbox (its executors read
+    ``SKILLGROVE_SANDBOX``), and the run records say so."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        os.environ["SKILLGROVE_SANDBOX"] = "off"
 
 
 class _VersionAction(argparse.Action):

@@ -130,7 +130,8 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
         result = engine.index(_Progress(sys.stderr, not args.quiet),
-                              write_ids=getattr(args, "write_ids", False))
+                              write_ids=getattr(args, "write_ids", False),
+                              history=getattr(args, "history", None))
         library = engine.library
         look_alike = engine.look_alike_skills()
     finally:

@@ -41,6 +41,7 @@ from skillgrove.runtime.errors import ConfirmationRequired, InvalidRequestError,
 if TYPE_CHECKING:
     from skillgrove.graph.embeddings import Encoder
     from skillgrove.graph.indexer import IndexResult
+    from skillgrove.graph.learning import HistoryRow
     from skillgrove.graph.model import NodeRecord
     from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
     from skillgrove.graph.runlog import RunRecord, SqliteRunLog
@@ -63,6 +64,9 @@ LOOK_ALIKE_SIMILARITY = 0.95
 names on the 1,321-skill corpus, e.g. 'zoho_bigin-automation' and 'zoho-bigin-automation')."""
 INDEX_FILE = "graph.sqlite"
 RUN_LOG_FILE = "runs.sqlite"
+HISTORY_FILE = "history.jsonl"
+"""A run log in the benchmark format (``skillgrove index --history FILE``), kept beside the
+index so that every later re-index learns from it too."""
 LIBRARY_CACHE_FILE = "library.cache"
 """The last library load (see :mod:`skillgrove.groups.cache`)."""
 FINGERPRINT_KEY = "library_fingerprint"
@@ -411,28 +415,62 @@ class Skillgrove:
     # -- indexing ------------------------------------------------------------------------------
 
     def index(self, progress: Callable[[str, int, int], None] | None = None, *,
-              write_ids: bool = False) -> IndexResult:
+              write_ids: bool = False,
+              history: str | os.PathLike[str] | None = None) -> IndexResult:
         """Index the library into the store: only what changed is written and embedded.
 
         Nothing is written into the library unless ``write_ids``: then each skill folder
-        without a ``.skill_id`` gets one holding its (unchanged) id."""
+        without a ``.skill_id`` gets one holding its (unchanged) id. ``history``: a run log in
+        the benchmark format (``history.jsonl``: request, skills, edges), checked, then kept
+        in the index folder; this and every later index learns co-use and the order skills
+        run in from it, as from the library's own runs."""
         from skillgrove.graph.indexer import index_library
 
         with self._refresh_lock:
+            rows = self._history(history)
             with self._init_lock:
                 library, fingerprint = self._load(write_ids=write_ids)
                 self._library, self._library_fingerprint = library, fingerprint
             runs = self._recorded_runs()
             meta = {FINGERPRINT_KEY: fingerprint,
                     PATHS_KEY: "\n".join(str(p) for p in self.paths)}
+            co_use, transitions = _learned_from(rows, library)
             result = index_library(library, self.store, self.encoder, progress, runs=runs,
-                                   write_lock=self._index_lock.write(), meta=meta)
+                                   write_lock=self._index_lock.write(), meta=meta,
+                                   co_use=co_use, transitions=transitions)
             self._last_refresh = time.time()
             self._last_error = None
             self._checked_at = time.monotonic()
         for listener in list(self._listeners):
             listener(library)
         return result
+
+    def _history(self, given: str | os.PathLike[str] | None) -> list[HistoryRow]:
+        """The rows of the kept history file, after replacing it with ``given`` (read and
+        checked first: a malformed file raises ``EngineError`` naming its line and leaves the
+        kept one as it was)."""
+        from skillgrove.graph.learning import HistoryError, read_history
+
+        kept = self.index_dir / HISTORY_FILE
+        if given is not None:
+            source = Path(given)
+            try:
+                rows = read_history(source)
+            except (HistoryError, OSError) as error:
+                raise InvalidRequestError("history", str(error)) from error
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+            scratch = kept.with_suffix(".partial")
+            scratch.write_bytes(source.read_bytes())
+            os.replace(scratch, kept)
+            return rows
+        if not kept.exists():
+            return []
+        try:
+            return read_history(kept)
+        except (HistoryError, OSError) as error:
+            self.log(f"the kept history {kept} was not read ({error}); give a good one with "
+                     "`skillgrove index --history FILE`")
+            return []
 
     def look_alike_skills(self, threshold: float = LOOK_ALIKE_SIMILARITY) -> list[Diagnostic]:
         """Warnings for skill pairs of different names whose texts embed almost alike (their
@@ -820,6 +858,7 @@ class Skillgrove:
         from skillgrove.runtime.events import ignore
         from skillgrove.runtime.executors import SubprocessExecutor
         from skillgrove.runtime.runner import Runner, RunOptions
+        from skillgrove.runtime.sandbox import Protected
 
         library = self.library
         index = self.index_dir.absolute()
@@ -829,7 +868,10 @@ class Skillgrove:
             environ = dict(os.environ)
             if not environ.get("SKILLGROVE_OUTBOX"):
                 environ["SKILLGROVE_OUTBOX"] = str(index / "outbox")
-            executor = SubprocessExecutor(environ=environ)
+            executor = SubprocessExecutor(environ=environ, protected=Protected(
+                hidden=(index, cache_dir().absolute()),
+                read_only=tuple(Path(root).absolute() for root in library.roots),
+                home=Path.home()))
         return Runner(groups if groups is not None else library.groups, library.skills,
                       executor, run_log=self.run_log, events=on_event or ignore,
                       options=RunOptions(max_concurrency=self.concurrency,
@@ -1148,6 +1190,26 @@ def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InvalidRequestError(name, "must be an object")
     _within_json_limits(name, value)
     return dict(value)
+
+
+def _learned_from(rows: Sequence[HistoryRow], library: Library,
+                  ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    """(co-use, transitions) from a history file's rows, whose skills may be named by id or
+    by name (a name means the skill that answers for it)."""
+    from skillgrove.graph.learning import HistoryRow, co_use_weights, transition_counts
+
+    if not rows:
+        return {}, {}
+    ids = set(library.catalog.by_id())
+    by_name = {s.name: s.id for s in library.catalog.active.values()}
+
+    def known(skill: str) -> str:
+        return skill if skill in ids else by_name.get(skill, skill)
+
+    named = [HistoryRow(r.id, r.request, tuple(known(s) for s in r.skills),
+                        tuple((known(a), known(b)) for a, b in r.edges), r.succeeded)
+             for r in rows]
+    return co_use_weights(named), transition_counts(named)
 
 
 def _library_key(library: Library) -> str:

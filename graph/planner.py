@@ -1,0 +1,254 @@
+"""The toolbox planner: the parts a request asks for, and the order of the skills that do them.
+
+A request often asks for several things: "the forecast for Lyon, its current weather and its
+time zone", "find the film, then fetch its reviews", "总结这份报告，然后把关键数字发邮件给团队".
+:func:`request_parts` cuts it into those parts; each part needs a skill of its own, and whether
+a group covers every part decides between the group and a composed toolbox.
+
+:func:`plan_edges` orders the skills of a composed toolbox. Four kinds of evidence join two
+skills, strongest first, and an edge that would close a cycle with stronger ones is dropped:
+
+1. a declared prerequisite (``depends_on``): the dependent cannot run first;
+2. the order the request states with a sequencing word ("then", "after that", "然后"): the
+   user said so, and it overrides what history usually did;
+3. data flow: a declared output of one skill is a required input of the other (by name, with
+   compatible types);
+4. transitions seen in the run log (``FLOWS_TO`` edges with an ``observed`` count, sets seen
+   once included): the direction runs took more often.
+
+Skills that none of these joins but that answer consecutive parts of a request listing them
+("A, B and C") are chained in the order listed: a toolbox composed in the order asked.
+
+>>> [p.text for p in request_parts("get the forecast for Lyon, then email it to Ana")]
+['get the forecast for Lyon', 'email it to Ana']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from skillgrove.graph.learning import acyclic_edges
+from skillgrove.graph.text import cjk_share, tokenize
+
+
+class Join(Enum):
+    """How a part follows the one before it."""
+
+    FIRST = "first"
+    SEQUENCE = "sequence"
+    """After a sequencing word: "then", "after that", "finally", "然后"."""
+    LIST = "list"
+    """After a comma or "and" of a list: order as written, not as required."""
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str
+    join: Join
+
+
+_SEQUENCE = re.compile(
+    r"(?:[.!?;,:]\s*|\s+)(?:and then|after that|and after that|and finally|followed by|"
+    r"once (?:that is|that's|it is|it's) done)\b[,:]?\s*"
+    r"|(?:[.!?;,:]\s*|\s+)then\b[,:]?\s*"
+    r"|[.!?;,:]\s*(?:afterwards|next|finally|lastly|subsequently|after which)\b[,:]?\s*"
+    r"|[。！？；，,]?\s*(?:然后|接着|之后|随后|最后|再把)[，,]?",
+    re.IGNORECASE)
+"""Where a request moves on to its next task: a sequencing word ("then", "after that",
+"finally", "然后"). "next" or "finally" count only after a clause break ("remind me next
+Monday" is one task)."""
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=[。！？；])\s*(?=\S)")
+"""A sentence break: the next sentence may be a task of its own or context ("The business
+type is a restaurant."), written in no particular order."""
+_LIST = re.compile(
+    r"(\s*,(?!\s*-?\d)\s*(?:and\s+|also\s+|plus\s+)?|\s+(?:and also|as well as|plus|and|also)\s+"
+    r"|\s*[、，]\s*|和|并且|并|以及|还要|同时)",
+    re.IGNORECASE)
+"""Where a list moves on to its next item."""
+_ITEM = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+")
+"""A numbered or bulleted line."""
+
+MIN_PART_TOKENS = {"first": 1, "sequence": 1, "list": 2}
+"""A piece becomes a part of its own only with at least this many content words (English
+tokens without stopwords; a CJK bigram counts as one): after "then" one word ("send it") is a
+task, but a list item needs two ("and Bob" or "and hotels" is an argument of the part before
+it, not a task)."""
+
+
+def request_parts(request: str) -> list[Part]:
+    """The parts of ``request``, in the order written: pieces between sequencing words,
+    sentences and list separators that have at least ``MIN_PART_TOKENS`` content words each
+    (a shorter piece stays with the part before it). A request of one part gives one part.
+
+    >>> [(p.text, p.join.value) for p in request_parts(
+    ...     "Give me the forecast for Lyon, the current weather and the time zone there")]
+    [('Give me the forecast for Lyon', 'first'), ('the current weather', 'list'), ('the time zone there', 'list')]
+    """
+    lines = [line for line in _ITEM.split(request) if line.strip()]
+    pieces: list[tuple[str, str, Join]] = []  # (the separator before, the text, the join)
+    for line_number, line in enumerate(lines):
+        for index, step in enumerate(_SEQUENCE.split(line)):
+            if not step or not step.strip(" ,.;:"):
+                continue
+            joined = Join.SEQUENCE if index else (Join.LIST if line_number else Join.FIRST)
+            for sentence_index, sentence in enumerate(_SENTENCE.split(step)):
+                split = _LIST.split(sentence)
+                separators = ["", *split[1::2]]
+                for item_index, item in enumerate(split[0::2]):
+                    text = item.strip(" ,.;:!?。，；！？")
+                    if not text:
+                        continue
+                    first = sentence_index == 0 and item_index == 0
+                    pieces.append((separators[item_index] or " ", text,
+                                   joined if first else Join.LIST))
+    parts: list[Part] = []
+    for separator, text, join in pieces:
+        if parts and not _is_task(text, join):
+            last = parts[-1]
+            parts[-1] = Part(last.text + separator + text, last.join)
+            continue
+        if parts and not _is_task(parts[-1].text, parts[-1].join):
+            # A short piece at the front ("Please," "First") belongs to what follows.
+            parts[-1] = Part(parts[-1].text + " " + text, parts[-1].join)
+            continue
+        parts.append(Part(text, join if parts else Join.FIRST))
+    return parts or [Part(request.strip(), Join.FIRST)]
+
+
+def _is_task(text: str, join: Join) -> bool:
+    return len(tokenize(text)) >= MIN_PART_TOKENS[join.value] or _cjk_task(text)
+
+
+def _cjk_task(text: str) -> bool:
+    return cjk_share(text) > 0.3 and len(text) >= 4
+
+
+def stated_order(parts: Sequence[Part]) -> bool:
+    """Whether the request states an order (a sequencing word joins two of its parts)."""
+    return any(p.join is Join.SEQUENCE for p in parts)
+
+
+Edge = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A composed toolbox's order: ``order`` lists the skills so that every edge points
+    forward; ``why`` says, per edge, which evidence joined it."""
+
+    order: tuple[str, ...]
+    edges: tuple[Edge, ...]
+    why: Mapping[Edge, str]
+
+
+STRENGTH = {"declared": 4, "stated": 3, "data flow": 2, "observed": 1, "listed": 0}
+
+
+def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = None,
+               parts: Sequence[Part] = (), declared: Sequence[Edge] = (),
+               data_flow: Sequence[Edge] = (),
+               observed: Mapping[Edge, float] | None = None) -> Plan:
+    """The edges among ``selected`` skills from the evidence described in the module's
+    docstring. ``part_of`` maps a skill to the index of the part of the request it answers
+    (see :func:`request_parts`); ``observed`` maps a directed pair to how often runs took it.
+
+    >>> plan_edges(["b", "a"], part_of={"a": 0, "b": 1},
+    ...            parts=[Part("x", Join.FIRST), Part("y", Join.SEQUENCE)]).edges
+    (('a', 'b'),)
+    """
+    chosen = list(dict.fromkeys(selected))
+    inside = set(chosen)
+    part_of = {s: i for s, i in (part_of or {}).items() if s in inside}
+    votes: dict[Edge, int] = {}
+    why: dict[Edge, str] = {}
+
+    def add(edge: Edge, kind: str, weight: int) -> None:
+        a, b = edge
+        if a == b or a not in inside or b not in inside:
+            return
+        if weight > votes.get(edge, -1):
+            votes[edge] = weight
+            why[edge] = kind
+
+    for edge in declared:
+        add(edge, "declared", 1000)
+    for a in chosen:
+        for b in chosen:
+            if a == b or a not in part_of or b not in part_of:
+                continue
+            i, j = part_of[a], part_of[b]
+            # b comes after a, and a sequencing word stands between their parts.
+            if j == i + 1 and parts and j < len(parts) and parts[j].join is Join.SEQUENCE:
+                add((a, b), "stated", 800)
+    for edge in data_flow:
+        add(edge, "data flow", 600)
+    for (a, b), count in (observed or {}).items():
+        back = (observed or {}).get((b, a), 0.0)
+        if count > back:
+            add((a, b), "observed", 100 + min(int(count), 399))
+    position = {s: (part_of.get(s, len(parts)), i) for i, s in enumerate(chosen)}
+    order = sorted(chosen, key=lambda s: position[s])
+    kept = acyclic_edges(list(votes), votes, order)
+    # Consecutive listed parts that nothing else joins: chain them in the order written.
+    components = _components(chosen, kept)
+    for a in order:
+        for b in order:
+            if a == b or a not in part_of or b not in part_of:
+                continue
+            if part_of[b] == part_of[a] + 1 and components[a] != components[b]:
+                kept.append((a, b))
+                why[(a, b)] = "listed"
+                components = _components(chosen, kept)
+    from skillgrove.graph.learning import topological_order
+
+    ordered = topological_order(order, kept)
+    rank = {s: i for i, s in enumerate(ordered)}
+    edges = tuple(sorted(kept, key=lambda e: (rank[e[0]], rank[e[1]])))
+    return Plan(ordered, edges, {e: why[e] for e in edges})
+
+
+def _components(nodes: Sequence[str], edges: Sequence[Edge]) -> dict[str, int]:
+    """Node -> the id of its weakly connected component."""
+    parent = {n: n for n in nodes}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for a, b in edges:
+        parent[root(a)] = root(b)
+    ids: dict[str, int] = {}
+    return {n: ids.setdefault(root(n), len(ids)) for n in nodes}
+
+
+def data_flow_edges(contracts: Mapping[str, tuple[Mapping[str, str], Mapping[str, str]]],
+                    ) -> list[Edge]:
+    """Producer -> consumer pairs where an output of the producer is a required input of the
+    consumer by name with a compatible type; ``contracts`` maps a skill id to (its outputs,
+    its required inputs), each a name -> JSON type ("" when undeclared). A pair that would
+    flow both ways says nothing about order and is left out.
+
+    >>> data_flow_edges({"a": ({"text": "string"}, {}), "b": ({}, {"text": "string"})})
+    [('a', 'b')]
+    """
+    found: list[Edge] = []
+    for a, (outputs, _) in contracts.items():
+        for b, (_, required) in contracts.items():
+            if a == b:
+                continue
+            for name, wanted in required.items():
+                given = outputs.get(name)
+                if given is None:
+                    continue
+                if given and wanted and given != wanted and not (
+                        {given, wanted} <= {"number", "integer"}):
+                    continue
+                found.append((a, b))
+                break
+    pairs = set(found)
+    return [e for e in found if (e[1], e[0]) not in pairs]

@@ -81,3 +81,4 @@ export async function streamRun(groupId, body, onEvent) {
   }
   return result;
 }
+

@@ -4,9 +4,9 @@ import dagre from "@dagrejs/dagre";
 
 export const NODE_WIDTH = 250;
 
-// Wide enough for a handle per input and output, about 64 px each.
+// Wide enough for a handle per input and output, about 80 px each (labels at 12 px).
 export function nodeWidth(ports) {
-  return Math.max(NODE_WIDTH, 64 * ports);
+  return Math.max(NODE_WIDTH, 80 * ports);
 }
 
 export function clone(value) {
@@ -131,6 +131,103 @@ export function layout(doc, widthOf = () => NODE_WIDTH) {
   for (const step of steps) {
     const node = graph.node(String(step.id));
     positions[step.id] = { x: node.x - widthOf(step) / 2, y: node.y - 60 };
+  }
+  return positions;
+}
+
+// -- what a group reads: its inputs, the context values, the outputs of its steps -------------
+
+const EXPRESSION = /\$\{\{([\s\S]*?)\}\}/g;
+const SOURCE_REF = /(?<![\w.])(inputs|context)\.([A-Za-z_][A-Za-z0-9_]*)/g;
+const STEP_REF = /(?<![\w.])steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)/g;
+
+// Every reference inside the `${{ }}` of a value (strings, lists and maps looked into):
+// [{kind: "inputs" | "context", name} | {kind: "steps", step, output}].
+export function referencesIn(value, out = []) {
+  if (typeof value === "string") {
+    for (const [, body] of value.matchAll(EXPRESSION)) {
+      for (const [, kind, name] of body.matchAll(SOURCE_REF)) out.push({ kind, name });
+      for (const [, step, output] of body.matchAll(STEP_REF)) out.push({ kind: "steps", step, output });
+    }
+  } else if (Array.isArray(value)) for (const item of value) referencesIn(item, out);
+  else if (isObject(value)) for (const item of Object.values(value)) referencesIn(item, out);
+  return out;
+}
+
+// The node id of a group input or a context value on the canvas ("inputs.pdf_path"): a dot
+// cannot occur in a step id, so the two never clash.
+export function sourceId(kind, name) {
+  return `${kind}.${name}`;
+}
+
+export function sourceReference(kind, name) {
+  return `\${{ ${kind}.${name} }}`;
+}
+
+export function inputSpecs(doc) {
+  const out = {};
+  for (const [name, spec] of Object.entries(isObject(doc && doc.inputs) ? doc.inputs : {})) {
+    out[name] = isObject(spec) ? spec : { type: typeof spec === "string" ? spec : undefined };
+  }
+  return out;
+}
+
+// The context values the group reads, in the order they first appear, and any the user
+// put on the canvas before wiring them.
+export function contextNames(doc, declared = []) {
+  const names = [];
+  const add = (n) => { if (!names.includes(n)) names.push(n); };
+  for (const step of stepsOf(doc)) {
+    for (const r of referencesIn([step.with, step.if])) if (r.kind === "context") add(r.name);
+  }
+  for (const r of referencesIn(doc && doc.outputs)) if (r.kind === "context") add(r.name);
+  for (const n of declared) add(n);
+  return names;
+}
+
+// The steps that run after `stepId` (need it, directly or through others, or read its
+// outputs): connecting one of their outputs into `stepId` would make a cycle.
+export function downstreamOf(doc, stepId) {
+  const after = new Map(); // step -> the steps that read it
+  for (const step of stepsOf(doc)) {
+    const reads = new Set(needsOf(step));
+    for (const r of referencesIn([step.with, step.if])) if (r.kind === "steps") reads.add(r.step);
+    for (const from of reads) {
+      if (!after.has(from)) after.set(from, new Set());
+      after.get(from).add(step.id);
+    }
+  }
+  const found = new Set();
+  const todo = [stepId];
+  while (todo.length) {
+    for (const next of after.get(todo.pop()) || []) {
+      if (!found.has(next)) { found.add(next); todo.push(next); }
+    }
+  }
+  return found;
+}
+
+// Top to bottom with the group's inputs and context values in the first row.
+export function layoutAll(doc, widthOf, sources) {
+  const graph = new dagre.graphlib.Graph();
+  graph.setGraph({ rankdir: "TB", nodesep: 40, ranksep: 80, marginx: 20, marginy: 20 });
+  graph.setDefaultEdgeLabel(() => ({}));
+  const steps = stepsOf(doc);
+  const ids = new Set(steps.map((s) => String(s.id)));
+  for (const s of sources) graph.setNode(s.id, { width: 190, height: 60 });
+  for (const step of steps) graph.setNode(String(step.id), { width: widthOf(step), height: 120 });
+  for (const step of steps) {
+    for (const need of needsOf(step)) if (ids.has(need)) graph.setEdge(need, String(step.id));
+    for (const r of referencesIn([step.with, step.if])) {
+      if (r.kind === "steps" && ids.has(r.step)) graph.setEdge(r.step, String(step.id));
+      else if (r.kind !== "steps" && graph.hasNode(sourceId(r.kind, r.name))) graph.setEdge(sourceId(r.kind, r.name), String(step.id));
+    }
+  }
+  dagre.layout(graph);
+  const positions = {};
+  for (const id of graph.nodes()) {
+    const node = graph.node(id);
+    positions[id] = { x: node.x - node.width / 2, y: node.y - node.height / 2 };
   }
   return positions;
 }

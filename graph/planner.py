@@ -68,8 +68,8 @@ _LIST = re.compile(
     r"|\s*[、，]\s*|和|并且|并|以及|还要|同时)",
     re.IGNORECASE)
 """Where a list moves on to its next item."""
-_ITEM = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+")
-"""A numbered or bulleted line."""
+_ITEM = re.compile(r"(?m)^\s*(\d+[.)]|[-*•])\s+")
+"""A numbered line (steps in order) or a bulleted one (a list)."""
 
 MIN_PART_TOKENS = {"first": 1, "sequence": 1, "list": 2}
 """A piece becomes a part of its own only with at least this many content words (English
@@ -87,18 +87,23 @@ def request_parts(request: str) -> list[Part]:
     ...     "Give me the forecast for Lyon, the current weather and the time zone there")]
     [('Give me the forecast for Lyon', 'first'), ('the current weather', 'list'), ('the time zone there', 'list')]
     """
-    lines = [line for line in _ITEM.split(request) if line.strip()]
+    split = _ITEM.split(request)
+    marks = ["", *split[1::2]]
     pieces: list[tuple[str, str, Join]] = []  # (the separator before, the text, the join)
-    for line_number, line in enumerate(lines):
+    for line_number, line in enumerate(split[0::2]):
+        if not line.strip():
+            continue
+        numbered = marks[line_number][:1].isdigit()
         for index, step in enumerate(_SEQUENCE.split(line)):
             if not step or not step.strip(" ,.;:"):
                 continue
-            joined = Join.SEQUENCE if index else (Join.LIST if line_number else Join.FIRST)
+            joined = Join.SEQUENCE if index or (numbered and pieces) else (
+                Join.LIST if pieces else Join.FIRST)
             for sentence_index, sentence in enumerate(_SENTENCE.split(step)):
                 split = _LIST.split(sentence)
                 separators = ["", *split[1::2]]
                 for item_index, item in enumerate(split[0::2]):
-                    text = item.strip(" ,.;:!?。，；！？")
+                    text = item.strip().strip(" ,.;:!?。，；！？")
                     if not text:
                         continue
                     first = sentence_index == 0 and item_index == 0

@@ -49,6 +49,7 @@ from skillgrove.graph.learning import (
     mine_groups,
     read_history,
     read_jsonl,
+    transition_counts,
 )
 from skillgrove.graph.retrieval import (
     RetrievalConfig,
@@ -728,7 +729,9 @@ def _build(dataset: Dataset, folder: Path, mode: str, history: Sequence[HistoryR
     store = make_store(folder)
     if say:
         say(f"indexing {len(library.skills)} skills, {len(library.groups)} groups")
-    index_library(library, store, encoder, co_use=co_use)
+    rows = dataset.history if history is None else history
+    transitions = transition_counts(rows) if mode == "groups" else None
+    index_library(library, store, encoder, co_use=co_use, transitions=transitions)
     return store, library, group_count
 
 

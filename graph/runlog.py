@@ -108,6 +108,9 @@ class RunRecord:
     library: str | None = None
     """The library the run came from (its roots, one per line): an index mines the statistics
     and companions of its own library's runs only (None: recorded before this was kept)."""
+    sandboxed: bool | None = None
+    """Whether its skill processes ran in the operating-system sandbox (False: the sandbox was
+    turned off; None: recorded before this was kept, or run by an executor without one)."""
 
     def step(self, step_id: str) -> StepRecord | None:
         return next((s for s in self.steps if s.id == step_id), None)

@@ -35,24 +35,28 @@ import json
 import math
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
+from skillgrove.runtime import sandbox as sandbox_module
 from skillgrove.skills import boundedjson
 from skillgrove.skills.limits import DURATION_MAX_SECONDS
 from skillgrove.skills.loader import run_time_validator
 from skillgrove.skills.model import Skill
+from skillgrove.skills.secrets import owner_listed, secret_reason
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_OUTPUT_CAP = 10 * 1024 * 1024
@@ -101,6 +105,8 @@ class ExecResult:
     retryable: bool = False
     seconds: float = 0.0
     stderr_tail: str = ""
+    sandboxed: bool = False
+    """The skill ran in the operating-system sandbox (:mod:`skillgrove.runtime.sandbox`)."""
 
     @property
     def ok(self) -> bool:
@@ -141,6 +147,7 @@ class Cancel:
                 kill()
 
 
+OUTBOX_ENV = "SKILLGROVE_OUTBOX"
 RUN_DIR_ENV = "SKILLGROVE_RUN_DIR"
 STEP_DIR_ENV = "SKILLGROVE_STEP_DIR"
 
@@ -162,30 +169,66 @@ class Executor(Protocol):
                 cancel: Cancel, workspace: Workspace | None = None) -> ExecResult: ...
 
 
-def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None, *,
+                      pycache: str | None = None, sandboxed: bool = False) -> dict[str, str]:
+    """The environment a skill's process gets: the variables it declares (``requires.env``,
+    ``entrypoint.env``) that are set, less the engine's secrets (a skill that declares one
+    does not load; see :mod:`skillgrove.skills.secrets`), plus a minimal base. In the sandbox
+    ``HOME`` and ``TMPDIR`` are its private ones and ``PATH`` is the engine's.
+
+    ``pycache``: where Python compiles the skill's modules, a folder that is this execution's
+    alone (bytecode found anywhere else, a ``__pycache__`` beside the source included, is never
+    read)."""
     source = os.environ if environ is None else environ
-    names = list(_BASE_ENV) + list(skill.requires.env)
+    base = [n for n in _BASE_ENV if not (sandboxed and n in ("HOME", "TMPDIR"))]
+    names = base + list(skill.requires.env)
     if skill.entrypoint is not None:
         names += list(skill.entrypoint.env)
-    env = {name: source[name] for name in names if name in source}
+    listed = owner_listed(source)
+    env = {name: source[name] for name in names if name in source
+           and secret_reason(name, effects=skill.effects, owner_listed=listed) is None}
     env.setdefault("PATH", os.defpath)
+    if sandboxed:
+        env["HOME"] = sandbox_module.SANDBOX_HOME
+        env["TMPDIR"] = sandbox_module.SANDBOX_TMP
     env["PYTHONIOENCODING"] = "utf-8"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # Python would run a matching __pycache__/*.pyc instead of the scanned source; with the
-    # cache moved to an empty folder nothing is ever written to, only the source runs.
-    env["PYTHONPYCACHEPREFIX"] = _empty_pycache()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = pycache or (sandbox_module.PYCACHE if sandboxed else _NO_PYCACHE)
     return env
 
 
-_PYCACHE: list[str] = []
+_NO_PYCACHE = "/nonexistent/skillgrove-pycache"
+"""Where a caller that gives no cache of its own sends bytecode: nowhere (it cannot be made)."""
 
 
-def _empty_pycache() -> str:
-    if not _PYCACHE:
-        import tempfile
+@contextlib.contextmanager
+def _private_pycache(sandboxed: bool) -> Iterator[str | None]:
+    """A bytecode cache for one execution, deleted afterwards. In the sandbox it is a folder of
+    the private ``/tmp`` (None here: it goes with the sandbox); outside, a fresh folder."""
+    if sandboxed:
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="skillgrove-pyc-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
-        _PYCACHE.append(tempfile.mkdtemp(prefix="skillgrove-nopyc-"))
-    return _PYCACHE[0]
+
+def path_values(skill: Skill, inputs: Mapping[str, Any]) -> list[str]:
+    """The strings of the inputs the skill declares ``format: path`` (or lists of them)."""
+    found: list[str] = []
+    for name, schema in skill.input_properties().items():
+        if name not in inputs or not isinstance(schema, Mapping):
+            continue
+        items = schema.get("items")
+        if schema.get("format") != "path" and not (
+                isinstance(items, Mapping) and items.get("format") == "path"):
+            continue
+        value = inputs[name]
+        values = value if isinstance(value, list) else [value]
+        found += [v for v in values if isinstance(v, str)]
+    return found
 
 
 def check_duration(seconds: float) -> float:
@@ -343,16 +386,32 @@ def parse_outputs(data: bytes, what: str) -> tuple[dict[str, Any], str | None]:
 class SubprocessExecutor:
     """Python and command entrypoints in a subprocess; HTTP entrypoints with urllib.
 
-    ``pid_namespace=False`` keeps the skill in this process's PID namespace (the launcher still
-    adopts and kills its whole tree); by default a namespace is used wherever the kernel allows.
+    ``sandbox``: run each skill process in the operating-system sandbox
+    (:mod:`skillgrove.runtime.sandbox`); None (the default) means yes unless
+    ``SKILLGROVE_SANDBOX=off`` in ``environ``. Where the sandbox is wanted but cannot start, a
+    step fails with the one-line reason and its fix, and nothing runs. ``protected``: what a
+    path named in a step's inputs may not open up in the sandbox (the engine's folders, the
+    library); the user's home is always protected.
+
+    ``pid_namespace=False`` keeps an unsandboxed skill in this process's PID namespace (the
+    launcher still adopts and kills its whole tree); by default a namespace is used wherever
+    the kernel allows. A sandboxed skill always has one.
     """
 
     def __init__(self, *, output_cap: int = DEFAULT_OUTPUT_CAP, python: str = sys.executable,
-                 environ: Mapping[str, str] | None = None, pid_namespace: bool = True) -> None:
+                 environ: Mapping[str, str] | None = None, pid_namespace: bool = True,
+                 sandbox: bool | None = None,
+                 protected: sandbox_module.Protected | None = None) -> None:
         self.output_cap = output_cap
         self.python = python
         self.environ = environ
         self.pid_namespace = pid_namespace
+        self.sandbox = sandbox if sandbox is not None else sandbox_module.sandbox_wanted(environ)
+        self.protected = protected or sandbox_module.Protected(home=Path.home())
+
+    def refusal(self) -> str | None:
+        """Why no skill process can run (the sandbox is wanted and cannot start), or None."""
+        return sandbox_module.problem() if self.sandbox else None
 
     def execute(self, skill: Skill, inputs: Mapping[str, Any], *, timeout: float | None,
                 cancel: Cancel, workspace: Workspace | None = None) -> ExecResult:
@@ -362,35 +421,78 @@ class SubprocessExecutor:
         limit = check_duration(timeout if timeout is not None
                                else entry.timeout or DEFAULT_TIMEOUT)
         started = time.perf_counter()
+        sandboxed = False
         if entry.kind == "http":
             result = self._http_within(entry.target, entry.method, dict(entry.headers), inputs,
                                        limit, cancel)
         else:
+            if self.sandbox:
+                reason = sandbox_module.problem()
+                if reason is not None:
+                    return ExecResult(Outcome.ERROR, error=reason)
+                sandboxed = True
             if entry.kind == "python":
                 file, func = entry.target.rsplit(":", 1)
                 argv = [self.python, "-c", _PYTHON_SHIM, str(skill.folder / file), func,
                         str(skill.folder)]
             else:
                 argv = list(entry.argv)
-            env = skill_environment(skill, self.environ)
-            if workspace is not None:
-                env.update(workspace.environment())
-            result = self._process(argv, skill, env, inputs, limit, cancel)
+            with _private_pycache(sandboxed) as pycache:
+                env = skill_environment(skill, self.environ, pycache=pycache,
+                                        sandboxed=sandboxed)
+                if workspace is not None:
+                    env.update(workspace.environment())
+                if sandboxed:
+                    argv = self._sandboxed(argv, skill, inputs, workspace, env)
+                result = self._process(argv, skill, env, inputs, limit, cancel,
+                                       namespace=self.pid_namespace and not sandboxed)
         seconds = time.perf_counter() - started
         if result.ok:
             problem = validate_outputs(skill, result.outputs)
             if problem:
                 return ExecResult(Outcome.ERROR, result.outputs, problem, False, seconds,
-                                  result.stderr_tail)
+                                  result.stderr_tail, sandboxed)
         return ExecResult(result.outcome, result.outputs, result.error, result.retryable,
-                          seconds, result.stderr_tail)
+                          seconds, result.stderr_tail, sandboxed)
+
+    def mounts(self, skill: Skill, inputs: Mapping[str, Any],
+               workspace: Workspace | None, env: Mapping[str, str]) -> sandbox_module.Mounts:
+        """What the sandbox opens to this execution (see :mod:`skillgrove.runtime.sandbox`)."""
+        writes = bool({"writes-files", "deletes-files"} & set(skill.effects))
+        read: list[sandbox_module.Bind] = []
+        write: list[sandbox_module.Bind] = []
+        if workspace is not None:
+            read.append((workspace.run_dir, workspace.run_dir))
+            workspace.step_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write.append((workspace.step_dir, workspace.step_dir))
+        outbox = env.get(OUTBOX_ENV)
+        if outbox and "sends-email" in skill.effects and os.path.isabs(outbox):
+            with contextlib.suppress(OSError):
+                Path(outbox).mkdir(mode=0o700, parents=True, exist_ok=True)
+            if os.path.isdir(outbox):
+                write.append((Path(os.path.realpath(outbox)), Path(outbox)))
+        more_read, more_write, refused = sandbox_module.input_mounts(
+            path_values(skill, inputs), writable=writes,
+            run_dir=workspace.run_dir if workspace is not None else None,
+            protected=self.protected)
+        return sandbox_module.Mounts(tuple(read + more_read), tuple(write + more_write),
+                                     network="network" in skill.effects,
+                                     refused=tuple(refused))
+
+    def _sandboxed(self, argv: list[str], skill: Skill, inputs: Mapping[str, Any],
+                   workspace: Workspace | None, env: Mapping[str, str]) -> list[str]:
+        mounts = self.mounts(skill, inputs, workspace, env)
+        return sandbox_module.command(sandbox_module.bwrap_path(), argv, folder=skill.folder,
+                                      mounts=mounts, env=env,
+                                      interpreters=sandbox_module.interpreter_roots(self.python))
 
     def _process(self, argv: list[str], skill: Skill, env: Mapping[str, str],
-                 inputs: Mapping[str, Any], limit: float, cancel: Cancel) -> ExecResult:
+                 inputs: Mapping[str, Any], limit: float, cancel: Cancel, *,
+                 namespace: bool = True) -> ExecResult:
         hide_own_environment()
         control, stop_pipe = os.pipe()
         launch = [sys.executable or self.python, "-I", "-S", str(LAUNCHER), str(control),
-                  *([] if self.pid_namespace else ["--no-namespace"]), "--", *argv]
+                  *([] if namespace else ["--no-namespace"]), "--", *argv]
         try:
             proc = subprocess.Popen(
                 launch, cwd=skill.folder, env=dict(env), pass_fds=(control,),
@@ -576,12 +678,18 @@ class SubprocessExecutor:
         return ExecResult(Outcome.SUCCESS, outputs)
 
 
+_BWRAP_EXEC = "bwrap: execvp "
+
+
 def _cancelled(cancel: Cancel) -> str:
     return "cancelled" + (f": {cancel.reason}" if cancel.reason else "")
 
 
 def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+    if code == 1 and last.startswith(_BWRAP_EXEC):  # the sandbox found no such program
+        program, _, why = last[len(_BWRAP_EXEC):].partition(": ")
+        return f"cannot start {program}: {why}", False
     if last.startswith('{"__skill_error__"'):
         try:
             data = json.loads(last)

@@ -510,6 +510,10 @@ class Runner:
             inputs = {**stored, **(inputs or {})}
             context = {**resume.context, **(context or {})}
         values = resolve_inputs(group, inputs or {})
+        refusal = getattr(self.executor, "refusal", None)
+        why = refusal() if callable(refusal) else None
+        if why is not None:
+            raise RunError(why)  # the sandbox cannot start: nothing runs unsandboxed unasked
         run_id = uuid.uuid4().hex[:12]
         run_dir = self._run_dir(run_id, resume)
         token = object()
@@ -621,7 +625,7 @@ class Runner:
                          tuple(state.records[s.id] for s in group.steps), started_at, seconds,
                          request, previous.id if previous else None, error,
                          str(state.run_dir) if state.run_dir is not None and not prefix
-                         else None)
+                         else None, sandboxed=_sandboxed(self.executor))
 
     def _scope(self, values: Mapping[str, Any], context: Mapping[str, Any],
                state: _RunState) -> dict[str, Any]:
@@ -876,6 +880,12 @@ class Runner:
             return {k: render_value(v, scope) for k, v in group.outputs.items()}, None
         except ExpressionError as exc:
             return {}, f"outputs: {exc}"
+
+
+def _sandboxed(executor: Executor) -> bool | None:
+    """Whether the executor runs skill processes in the sandbox (None: it has no say)."""
+    value = getattr(executor, "sandbox", None)
+    return value if isinstance(value, bool) else None
 
 
 def _remove_if_empty(folder: Path | None) -> None:

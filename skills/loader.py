@@ -53,6 +53,7 @@ from skillgrove.skills.safety import (
     scan_text,
     skill_files,
 )
+from skillgrove.skills.secrets import owner_listed, secret_reason
 
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_MAX = 64
@@ -312,6 +313,7 @@ def load_skill(skill_file: Path, root: Path, options: LoadOptions = DEFAULT_OPTI
     tags = _string_list(data, "tags", out)
     depends_on = _string_list(data, "depends_on", out)
     effects = _effects(data, out)
+    _no_engine_secrets(entrypoint, requires, effects, out, options)
     allowed_tools = _allowed_tools(data, out)
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
@@ -1199,6 +1201,23 @@ def _string_list(data: Mapping[str, Any], key: str, out: _Collector,
         out.error("field-type", f"'{format_path(where)}' must be a list of strings", at=where)
         return ()
     return tuple(str(v) for v in value)
+
+
+def _no_engine_secrets(entrypoint: Entrypoint | None, requires: Requirements,
+                       effects: tuple[str, ...], out: _Collector, options: LoadOptions) -> None:
+    """A variable a skill declares is handed to it: the engine's secrets cannot be declared
+    (see :mod:`skillgrove.skills.secrets`)."""
+    listed = owner_listed(options.environ)
+    declared: list[tuple[str, PathKey]] = [
+        (name, ("requires", "env", index)) for index, name in enumerate(requires.env)]
+    if entrypoint is not None:
+        declared += [(name, ("entrypoint", "env", index))
+                     for index, name in enumerate(entrypoint.env)]
+    for name, where in declared:
+        why = secret_reason(name, effects=effects, owner_listed=listed)
+        if why is not None:
+            out.error("engine-secret", f"'{name}' is {why}: a skill cannot be given it",
+                      at=where, hint=f"remove '{name}' from the skill's env")
 
 
 def _effects(data: Mapping[str, Any], out: _Collector) -> tuple[str, ...]:

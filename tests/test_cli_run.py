@@ -33,7 +33,7 @@ def library(tmp_path: Path) -> Path:
               properties:
                 text: {{type: string}}
                 times: {{type: integer}}
-                path: {{type: string}}
+                path: {{type: string, format: path}}
             outputs:
               properties:
                 {outputs}

@@ -30,6 +30,7 @@ from skillgrove.runtime.executors import (
     InProcessExecutor,
     Outcome,
     SubprocessExecutor,
+    Workspace,
 )
 from skillgrove.skills import load_skill
 from skillgrove.skills.model import Skill
@@ -43,6 +44,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc; the launcher's guarantees are Linux's")
 
 MODES = [pytest.param(True, id="pid-namespace"), pytest.param(False, id="subreaper-only")]
+"""Without the sandbox (``--no-sandbox``): the launcher's own PID namespace, or none."""
+RUN_MODES = [pytest.param("sandbox", id="sandbox"), pytest.param("namespace", id="pid-namespace"),
+             pytest.param("plain", id="subreaper-only")]
 
 
 def hostile(name: str) -> Skill:
@@ -93,7 +97,7 @@ def namespaces_work() -> bool:
     (where.parent / "pid.sh").write_text('cat >/dev/null; echo "{\\"pid\\": $$}"\n')
     skill = load_skill(where, where.parent.parent).skill
     assert skill is not None
-    result = SubprocessExecutor().execute(skill, {}, timeout=30, cancel=Cancel())
+    result = SubprocessExecutor(sandbox=False).execute(skill, {}, timeout=30, cancel=Cancel())
     assert result.ok, result.error
     return bool(result.outputs["pid"] == 2)
 
@@ -114,7 +118,8 @@ ENGINE = textwrap.dedent("""
                               capture_output=True, check=True)
         print(done.stdout.decode())
     else:
-        executor = SubprocessExecutor(pid_namespace=mode == "namespace")
+        executor = SubprocessExecutor(pid_namespace=mode == "namespace",
+                                      sandbox=mode == "sandbox")
         result = executor.execute(skill, {}, timeout=60, cancel=Cancel())
         assert result.ok, result
         print(json.dumps(result.outputs))
@@ -141,9 +146,10 @@ def test_the_probe_finds_the_engines_secrets_when_the_engine_is_its_plain_parent
     assert secret["SECRET_TOKEN"] in parent and secret["SMTP_PASSWORD"] in parent
 
 
-@pytest.mark.parametrize("namespace", MODES)
-def test_a_skill_reads_no_undeclared_secret_in_any_process(namespace: bool) -> None:
-    secret, report = probe_from_an_engine("namespace" if namespace else "plain")
+@pytest.mark.parametrize("how", RUN_MODES)
+def test_a_skill_reads_no_undeclared_secret_in_any_process(how: str) -> None:
+    namespace = how != "plain"
+    secret, report = probe_from_an_engine(how)
     declared = secret.pop("PROBE_DECLARED")
     assert report["declared"] == declared
     read: dict[str, str] = report["read"]  # type: ignore[assignment]
@@ -154,6 +160,8 @@ def test_a_skill_reads_no_undeclared_secret_in_any_process(namespace: bool) -> N
     leaks = {path: name for path, text in read.items()
              for name, value in secret.items() if value in text}
     assert leaks == {}, f"the skill read undeclared secrets: {leaks}"
+    if how == "sandbox":
+        assert report["pid"] == 2, "the sandbox always has a PID namespace"
     if namespace and report["pid"] == 2:
         # In its namespace the skill sees only itself and the namespace's first process.
         assert report["visible"] == [1, 2] and ancestors == [1]
@@ -161,21 +169,25 @@ def test_a_skill_reads_no_undeclared_secret_in_any_process(namespace: bool) -> N
 
 # ------------------------------------------------------------------------ processes and deadlines
 
-def run_escaper(mode: str, marker: str, tmp_path: Path, *, namespace: bool, timeout: float,
+def run_escaper(mode: str, marker: str, tmp_path: Path, *, how: str, timeout: float,
                 cancel: Cancel | None = None) -> tuple[ExecResult, float]:
+    """Run the session escaper ``how``: in the sandbox, or without it in the launcher's PID
+    namespace or in none. It writes its ready file into its step folder (``tmp_path``)."""
     executor = SubprocessExecutor(environ={**os.environ, "HOSTILE_MARKER": marker},
-                                  pid_namespace=namespace)
+                                  pid_namespace=how == "namespace", sandbox=how == "sandbox")
     started = time.monotonic()
     result = executor.execute(hostile("session-escaper"),
                               {"mode": mode, "ready_file": str(tmp_path / "ready")},
-                              timeout=timeout, cancel=cancel or Cancel())
+                              timeout=timeout, cancel=cancel or Cancel(),
+                              workspace=Workspace(tmp_path, tmp_path))
+    assert result.sandboxed is (how == "sandbox")
     return result, time.monotonic() - started
 
 
-@pytest.mark.parametrize("namespace", MODES)
+@pytest.mark.parametrize("how", RUN_MODES)
 def test_a_setsid_grandchild_holding_stdout_ends_with_the_timeout(
-        namespace: bool, marker: str, tmp_path: Path) -> None:
-    result, seconds = run_escaper("hang", marker, tmp_path, namespace=namespace, timeout=2)
+        how: str, marker: str, tmp_path: Path) -> None:
+    result, seconds = run_escaper("hang", marker, tmp_path, how=how, timeout=2)
     assert result.outcome is Outcome.TIMEOUT, result.error
     assert result.error == "timed out after 2 s; the process tree was killed"
     assert seconds < 2 + SLACK
@@ -183,18 +195,18 @@ def test_a_setsid_grandchild_holding_stdout_ends_with_the_timeout(
     assert processes_with(marker) == []
 
 
-@pytest.mark.parametrize("namespace", MODES)
+@pytest.mark.parametrize("how", RUN_MODES)
 def test_a_step_that_returns_while_its_daemons_hold_stdout_ends_at_once(
-        namespace: bool, marker: str, tmp_path: Path) -> None:
-    result, seconds = run_escaper("return", marker, tmp_path, namespace=namespace, timeout=60)
+        how: str, marker: str, tmp_path: Path) -> None:
+    result, seconds = run_escaper("return", marker, tmp_path, how=how, timeout=60)
     assert result.outcome is Outcome.SUCCESS, result.error
     assert seconds < SLACK + 2
     assert processes_with(marker) == []
 
 
-@pytest.mark.parametrize("namespace", MODES)
+@pytest.mark.parametrize("how", RUN_MODES)
 def test_cancel_stops_a_subprocess_step_and_its_setsid_grandchildren(
-        namespace: bool, marker: str, tmp_path: Path) -> None:
+        how: str, marker: str, tmp_path: Path) -> None:
     cancel = Cancel()
     cancelled_at: list[float] = []
 
@@ -206,7 +218,7 @@ def test_cancel_stops_a_subprocess_step_and_its_setsid_grandchildren(
         cancel.set("another step failed")
 
     threading.Thread(target=cancel_when_ready, daemon=True).start()
-    result, _ = run_escaper("hang", marker, tmp_path, namespace=namespace, timeout=60,
+    result, _ = run_escaper("hang", marker, tmp_path, how=how, timeout=60,
                             cancel=cancel)
     assert (result.outcome, result.error) == (Outcome.CANCELLED,
                                               "cancelled: another step failed")
@@ -214,25 +226,17 @@ def test_cancel_stops_a_subprocess_step_and_its_setsid_grandchildren(
     assert processes_with(marker) == []
 
 
-def test_a_skill_that_kills_its_parent_stays_in_its_namespace(marker: str,
+@pytest.mark.parametrize("how", ["sandbox", "namespace"])
+def test_a_skill_that_kills_its_parent_stays_in_its_namespace(how: str, marker: str,
                                                               tmp_path: Path) -> None:
-    if not namespaces_work():
+    if how == "namespace" and not namespaces_work():
         pytest.skip("no PID namespace here (unprivileged user namespaces are off)")
-    result, _ = run_escaper("kill-parent", marker, tmp_path, namespace=True, timeout=30)
-    # Its parent is the namespace's first process, which no signal from inside reaches.
+    result, seconds = run_escaper("kill-parent", marker, tmp_path, how=how, timeout=30)
+    # Its parent is the namespace's first process, which no signal from inside reaches; its
+    # setsid grandchildren die with the namespace when the step ends.
     assert result.outcome is Outcome.SUCCESS and result.outputs == {"killed": 1}, result.error
+    assert seconds < 10
     assert processes_with(marker) == []
-
-
-@pytest.mark.xfail(strict=True, reason="without a PID namespace, a skill that kills the "
-                   "launcher orphans its setsid grandchildren beyond the engine's reach")
-def test_without_a_namespace_killing_the_launcher_frees_the_grandchildren(
-        marker: str, tmp_path: Path) -> None:
-    _, seconds = run_escaper("kill-parent", marker, tmp_path, namespace=False, timeout=30)
-    assert seconds < 10, "the engine does not wait for the escaped pipe holders"
-    left = processes_with(marker)
-    kill_all(left)
-    assert left == []
 
 
 # ---------------------------------------------------------------------------------------- HTTP

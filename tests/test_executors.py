@@ -135,7 +135,7 @@ def test_hanging_command_is_killed_with_its_children(tmp_path: Path) -> None:
     started = time.perf_counter()
     # Outside a PID namespace, so that the pid the skill writes is this process's pid too
     # (tests/test_executor_isolation.py covers the namespace).
-    executor = SubprocessExecutor(pid_namespace=False)
+    executor = SubprocessExecutor(pid_namespace=False, sandbox=False)
     result = executor.execute(hang, {}, timeout=1.0, cancel=Cancel())
     assert time.perf_counter() - started < 10
     assert result.outcome is Outcome.TIMEOUT

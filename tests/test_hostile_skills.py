@@ -142,7 +142,9 @@ def _prepare(tmp: Path) -> Path:
         ---
         # Control
         """)
-    (control.parent / "run.sh").write_text("touch control.ran\necho '{}'\n")
+    # Its own folder is read-only in the sandbox: it writes where a step writes.
+    (control.parent / "run.sh").write_text('touch "$SKILLGROVE_STEP_DIR/control.ran"\n'
+                                           "echo '{}'\n")
     return lib
 
 
@@ -220,7 +222,7 @@ def test_prompt_injection_loads_with_its_warnings_and_nothing_runs(hostile: Host
 def test_the_control_runs_and_leaves_its_marker(hostile: Hostile) -> None:
     assert "control" not in hostile.by_skill
     assert _run_skill(hostile, "control") == 0
-    assert (hostile.lib / "skills" / "control" / "control.ran").exists()
+    assert list((hostile.index / "runs").glob("*/control/control.ran"))
 
 
 @pytest.mark.skipif(os.name == "nt", reason="symlinks")

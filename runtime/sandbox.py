@@ -1,0 +1,250 @@
+"""The operating-system sandbox every skill process runs in (bubblewrap, Linux).
+
+A skill's command or Python entrypoint is started as ``bwrap <mounts> -- ARGV`` inside the
+launcher (:mod:`skillgrove.runtime.launcher`). What the skill gets:
+
+- new user, PID, IPC, UTS, cgroup and mount namespaces, and a network namespace with nothing but
+  its own loopback unless the skill declares the ``network`` effect (an effect, so a run that
+  has it needs the caller's confirmation); then it shares the host's network;
+- a root of its own: the system (``/usr`` and its links, the parts of ``/etc`` that programs
+  read to start: the loader cache, locales, certificates, time zone) and the Python installation
+  that runs it, read-only; its own skill folder read-only; a fresh ``/proc`` of its PID
+  namespace and a minimal ``/dev``;
+- writable: a private ``/tmp`` (gone with the sandbox), its ``HOME`` inside it, and its step
+  folder (the run folder above it is readable: earlier steps' files); the outbox only for a
+  skill that declares ``sends-email``; a file or folder that its inputs name (``format: path``)
+  read-only, writable for a skill that declares ``writes-files`` or ``deletes-files``;
+- no capabilities, no further user namespaces, a session of its own (no terminal to push
+  keystrokes into), and death with its parent: when the launcher kills the tree at the deadline
+  or on cancel, the namespace's first process dies and the kernel kills every process in it.
+
+Nothing else of the machine is mounted: not the engine's index or run log, not its caches, not
+another skill's folder, not the user's home. The environment is rebuilt from nothing
+(``--clearenv``): only what :func:`skillgrove.runtime.executors.skill_environment` gives.
+
+Where the sandbox cannot start (not Linux, no ``bwrap``, user namespaces off), :func:`problem`
+says why in one line and how to fix it; ``SKILLGROVE_SANDBOX=off`` (``--no-sandbox``) runs
+skills without it, for a library one trusts.
+
+>>> bool(sandbox_wanted({"SKILLGROVE_SANDBOX": "off"}))
+False
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SANDBOX_ENV = "SKILLGROVE_SANDBOX"
+"""``off`` (or ``0``, ``no``, ``false``) runs skills without the sandbox."""
+OPT_OUT = "run with --no-sandbox (or SKILLGROVE_SANDBOX=off) for a library you trust"
+SANDBOX_HOME = "/tmp/home"
+"""The skill's ``HOME``: a folder of its private ``/tmp``, thrown away with the sandbox."""
+SANDBOX_TMP = "/tmp"
+PYCACHE = "/tmp/pycache"
+"""Where Python compiles inside the sandbox: fresh for each execution, gone after it."""
+
+# Top-level system folders: each is bound read-only (or recreated as the link it is).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What programs read from /etc to start and to format text; nothing that holds a secret
+# (not shadow, not ssh, not the package manager's credentials).
+_ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+        "/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/locale.conf",
+        "/etc/ssl/certs", "/etc/ca-certificates", "/etc/pki/tls/certs", "/etc/fonts",
+        "/etc/mime.types", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+        "/etc/host.conf", "/etc/hosts", "/etc/protocols", "/etc/services", "/etc/magic",
+        "/etc/matplotlibrc", "/etc/xdg")
+# Only with the network effect: name resolution.
+_ETC_NETWORK = ("/etc/resolv.conf", "/etc/gai.conf")
+
+_OFF = frozenset({"off", "0", "no", "false", "none"})
+
+
+def sandbox_wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """False when ``SKILLGROVE_SANDBOX`` turns the sandbox off."""
+    value = (os.environ if environ is None else environ).get(SANDBOX_ENV, "")
+    return value.strip().lower() not in _OFF
+
+
+@functools.cache
+def problem(bwrap: str | None = None) -> str | None:
+    """Why skills cannot run in the sandbox here, in one line with the fix; None when they can.
+    Tried once per process (a real sandbox is started)."""
+    if not sys.platform.startswith("linux"):
+        return (f"the skill sandbox needs Linux (bubblewrap), and this is {sys.platform}: "
+                f"{OPT_OUT}")
+    found = bwrap or shutil.which("bwrap")
+    if found is None:
+        return ("the skill sandbox needs bubblewrap, which is not installed: install it "
+                f"(apt-get install bubblewrap, dnf install bubblewrap) or {OPT_OUT}")
+    argv = [found, *_base_options(network=False), "--", "/bin/sh", "-c", "exit 0"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+                              env={"PATH": os.defpath})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the skill sandbox cannot start bubblewrap ({exc}): {OPT_OUT}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else f"exit status {done.returncode}"
+        return (f"the skill sandbox cannot start here ({why}): allow unprivileged user "
+                f"namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                f"kernel.apparmor_restrict_unprivileged_userns=0) or {OPT_OUT}")
+    return None
+
+
+def bwrap_path() -> str:
+    found = shutil.which("bwrap")
+    assert found is not None, "problem() said the sandbox works"
+    return found
+
+
+Bind = tuple[Path, Path]
+"""``(source, destination)``: a folder or file of the machine and where the skill sees it."""
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What one execution sees besides the system and its own folder."""
+
+    read_only: tuple[Bind, ...] = ()
+    writable: tuple[Bind, ...] = ()
+    network: bool = False
+    refused: tuple[tuple[str, str], ...] = field(default=())
+    """Paths named in the inputs that were not mounted, with why."""
+
+
+def _base_options(*, network: bool) -> list[str]:
+    options = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
+               "--cap-drop", "ALL", "--hostname", "sandbox"]
+    if network:
+        options.append("--share-net")
+    for path in _SYSTEM:
+        if os.path.islink(path):
+            options += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            options += ["--ro-bind", path, path]
+    options += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", SANDBOX_TMP,
+                "--dir", SANDBOX_HOME]
+    for path in _ETC + (_ETC_NETWORK if network else ()):
+        options += ["--ro-bind-try", path, path]
+    return options
+
+
+def _depth(path: Path) -> int:
+    return len(path.parts)
+
+
+def command(bwrap: str, argv: Sequence[str], *, folder: Path, mounts: Mounts,
+            env: Mapping[str, str], interpreters: Iterable[Path] = ()) -> list[str]:
+    """The ``bwrap`` command line that runs ``argv`` in ``folder`` (the skill's, read-only) with
+    exactly ``env`` and ``mounts``. Binds are made parents first, so a writable step folder
+    inside a read-only run folder stays writable."""
+    options = _base_options(network=mounts.network)
+    binds: list[tuple[Bind, bool]] = [((p, p), False) for p in interpreters]
+    binds.append(((folder, folder), False))
+    binds += [(b, False) for b in mounts.read_only]
+    binds += [(b, True) for b in mounts.writable]
+    seen: set[tuple[Bind, bool]] = set()
+    for bind, writable in sorted(binds, key=lambda item: (_depth(item[0][1]), item[1])):
+        source, dest = bind
+        if (bind, writable) in seen or str(dest) in (*_SYSTEM, "/", SANDBOX_TMP):
+            continue
+        seen.add((bind, writable))
+        options += ["--bind" if writable else "--ro-bind", str(source), str(dest)]
+    options += ["--remount-ro", "/", "--chdir", str(folder), "--clearenv"]
+    for name, value in sorted(env.items()):
+        options += ["--setenv", name, value]
+    return [bwrap, *options, "--", *argv]
+
+
+def interpreter_roots(python: str) -> tuple[Path, ...]:
+    """The folders a Python entrypoint needs: the installation of ``python`` (its venv and the
+    base installation it points at), outside the system folders that are mounted anyway."""
+    roots: set[Path] = set()
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    real = Path(os.path.realpath(python))
+    candidates.append(str(real.parent.parent))
+    venv = Path(python).parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        candidates.append(str(venv))
+    for candidate in candidates:
+        path = Path(os.path.realpath(candidate))
+        if path == Path("/") or any(path == Path(s) or Path(s) in path.parents
+                                    for s in _SYSTEM):
+            continue
+        roots.add(path)
+    return tuple(sorted(roots))
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+@dataclass(frozen=True)
+class Protected:
+    """What a path named in a skill's inputs may not open up. ``hidden``: the engine's own
+    folders (index, run log, caches), never mounted; ``read_only``: the library roots, mounted
+    at most read-only (a skill never writes another skill's folder); the user's home itself and
+    its hidden entries (``~/.ssh``, ``~/.config``, ...) are never mounted. A path above one of
+    them (``/``, ``/home``) is refused too. The step's own run folder is always mounted (the
+    caller of :func:`input_mounts` checks it first)."""
+
+    hidden: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
+    home: Path | None = None
+
+    def why_not(self, path: Path, *, write: bool) -> str | None:
+        for folder in self.hidden + (self.read_only if write else ()):
+            if inside(path, folder):
+                return f"it is inside {folder}, which skills may not " + (
+                    "write" if folder in self.read_only else "read")
+        for folder in self.hidden + self.read_only:
+            if inside(folder, path):
+                return f"it holds {folder}"
+        home = self.home
+        if home is not None:
+            if inside(home, path):
+                return "it holds the user's home folder"
+            if home in path.parents:
+                first = path.relative_to(home).parts[0]
+                if first.startswith("."):
+                    return f"it is inside {home / first}, a hidden entry of the user's home"
+        return None
+
+
+def input_mounts(paths: Iterable[str], *, writable: bool, run_dir: Path | None,
+                 protected: Protected) -> tuple[list[tuple[Path, Path]], list[tuple[Path, Path]],
+                                                list[tuple[str, str]]]:
+    """The binds for the paths a step's inputs name: ``(read_only, writable, refused)``, each
+    bind ``(source, destination)``: a link is mounted at its own name from where it points,
+    and judged by both. A path that does not exist yet is mounted through its folder, and only
+    for a skill that may write."""
+    read: list[tuple[Path, Path]] = []
+    write: list[tuple[Path, Path]] = []
+    refused: list[tuple[str, str]] = []
+    for text in paths:
+        if not text or "://" in text or not os.path.isabs(text):
+            continue
+        dest = Path(os.path.normpath(text))
+        if not os.path.lexists(dest):
+            if not writable:
+                continue
+            dest = dest.parent
+            if not dest.is_dir():
+                continue
+        source = Path(os.path.realpath(dest))
+        if run_dir is not None and inside(source, run_dir) and inside(dest, run_dir):
+            continue  # the run folder is mounted already
+        why = protected.why_not(source, write=writable) or (
+            protected.why_not(dest, write=writable) if dest != source else None)
+        if why is not None:
+            refused.append((text, why))
+            continue
+        (write if writable else read).append((source, dest))
+    return read, write, refused

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skillgrove.graph.errors import StoreError
+from skillgrove.skills.boundedjson import keepable
 
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
@@ -124,6 +125,18 @@ class RunRecord:
         return cls(**{**data, "steps": steps})
 
 
+def _strict_json(record: dict[str, Any]) -> str:
+    """The record as strict JSON that encodes as UTF-8, whatever a skill printed or a caller
+    sent: a lone surrogate or a NaN is replaced (see ``boundedjson.keepable``) rather than
+    written into a record no reader could read back."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False, default=str)
+        text.encode("utf-8")
+        return text
+    except (ValueError, UnicodeEncodeError):
+        return json.dumps(keepable(record), ensure_ascii=False, allow_nan=False, default=str)
+
+
 class RunLog(Protocol):
     def record(self, run: RunRecord) -> None: ...
 
@@ -166,7 +179,7 @@ class SqliteRunLog:
         with self._lock, self._errors(), self._db:
             self._db.execute("INSERT OR REPLACE INTO run VALUES (?, ?, ?, ?, ?)",
                              (run.id, run.group, run.status, run.started_at,
-                              json.dumps(run.to_dict(), ensure_ascii=False, default=str)))
+                              _strict_json(run.to_dict())))
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._errors():

@@ -693,7 +693,7 @@ def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
     if last.startswith('{"__skill_error__"'):
         try:
             data = json.loads(last)
-            return str(data["__skill_error__"]), bool(data.get("retryable"))
+            return boundedjson.keepable(str(data["__skill_error__"])), bool(data.get("retryable"))
         except (json.JSONDecodeError, KeyError):
             pass
     message = f"exited with code {code}" + (f": {last[:300]}" if last else "")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from typing import Any
 
@@ -53,8 +54,61 @@ _LONG_DIGITS = re.compile(f"[0-9]{{{JSON_MAX_NUMBER_CHARS + 1}}}")
 
 
 def _parse(text: str) -> Any:
+    value = _parse_numbers(text)
+    if _MAYBE_UNKEEPABLE.search(text) is not None:  # else no walk: text of 10 MiB is common
+        problem = _strings_problem(value)
+        if problem is not None:
+            raise JSONLimitError(problem)
+    return value
+
+
+# Only these make a lone surrogate or an infinite float: an escape \uD800-\uDFFF, or a number
+# with a three-digit exponent or 309 digits (past the largest float).
+_MAYBE_UNKEEPABLE = re.compile(r"\\u[dD][89a-fA-F]|[eE][+-]?[0-9]{3}|[0-9]{309}")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JSONLimitError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _strings_problem(value: Any) -> str | None:
+    """Why strings (keys included) or numbers in a parsed value cannot be kept: a lone
+    surrogate (``"\\ud800"``: no character, not encodable as UTF-8), or a float that is not
+    finite (NaN, Infinity); None when there is none."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found is not None:
+                return (f"the string {_shown(item)} at {where or 'the top'} holds a lone "
+                        f"surrogate (U+{ord(found.group()):04X}), which is no character")
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item!r} at {where or 'the top'} is not a JSON number"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                key_text = str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return (f"the key {_shown(key)} at {where or 'the top'} holds a lone "
+                            "surrogate, which is no character")
+                stack.append((child, f"{where}.{key_text}" if where else key_text))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+    return None
+
+
+def _shown(text: str) -> str:
+    """A string as an escaped, short literal (safe in any message or terminal)."""
+    shown = ascii(text[:40])
+    return shown + ("..." if len(text) > 40 else "")
+
+
+def _parse_numbers(text: str) -> Any:
     if _LONG_DIGITS.search(text) is None:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant)
 
     # Some run of digits is long, maybe inside a string: only a number that long is refused.
     def bounded(kind: type[int] | type[float]) -> Any:
@@ -65,7 +119,8 @@ def _parse(text: str) -> Any:
             return kind(raw)
         return parse
 
-    return json.loads(text, parse_int=bounded(int), parse_float=bounded(float))
+    return json.loads(text, parse_int=bounded(int), parse_float=bounded(float),
+                      parse_constant=_refuse_constant)
 
 
 def _depth_within(text: str, max_depth: int) -> bool:
@@ -106,4 +161,23 @@ def value_problem(value: Any) -> str | None:
         elif isinstance(item, int) and item.bit_length() > max_bits:
             return (f"an integer has more than {JSON_MAX_NUMBER_CHARS:,} digits "
                     "(JSON_MAX_NUMBER_CHARS)")
-    return None
+    return _strings_problem(value)
+
+
+def keepable(value: Any) -> Any:
+    """``value`` with what strict JSON and UTF-8 cannot hold replaced: a lone surrogate by
+    U+FFFD, a NaN or infinite float by its name as a string. For records that must always be
+    written and read back (a run's inputs, errors and outputs), whatever a skill printed.
+
+    >>> keepable({"x": "a\\ud800", "y": [float("nan")]})
+    {'x': 'a\\ufffd', 'y': ['nan']}
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {keepable(k) if isinstance(k, str) else k: keepable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [keepable(v) for v in value]
+    return value

@@ -78,6 +78,30 @@ BAD_OUTPUTS = [
     ("returns-huge-integer", RETURNS.format(value="{'count': 10 ** 5000}"),
      "output refused: a number is written with 5,001 characters, more than 1,000 "
      "(JSON_MAX_NUMBER_CHARS)"),
+    # What strict JSON and UTF-8 cannot hold: refused, naming the value; the run is recorded.
+    ("prints-nan", PRINTS.format(payload="b'{\"count\": NaN}'"),
+     "output refused: NaN is not a JSON number (JSON has no NaN or Infinity)"),
+    ("prints-infinity-in-a-list", PRINTS.format(payload="b'{\"count\": 1, \"x\": [2, -Infinity]}'"),
+     "output refused: -Infinity is not a JSON number (JSON has no NaN or Infinity)"),
+    ("prints-an-overflowing-float", PRINTS.format(payload="b'{\"count\": 1, \"x\": 1e999}'"),
+     "output refused: inf at x is not a JSON number"),
+    ("prints-a-lone-surrogate", PRINTS.format(payload="b'{\"count\": 1, \"x\": \"a\\\\ud800\"}'"),
+     "output refused: the string 'a\\ud800' at x holds a lone surrogate (U+D800), which is no "
+     "character"),
+    ("prints-a-low-surrogate-deep", PRINTS.format(
+        payload="b'{\"count\": 1, \"x\": {\"y\": [\"ok\", \"\\\\uDC80\"]}}'"),
+     "output refused: the string '\\udc80' at x.y[1] holds a lone surrogate (U+DC80), which is "
+     "no character"),
+    ("prints-a-surrogate-key", PRINTS.format(payload="b'{\"count\": 1, \"\\\\udbff\": 2}'"),
+     "output refused: the key '\\udbff' at the top holds a lone surrogate, which is no "
+     "character"),
+    ("returns-nan", RETURNS.format(value="{'count': 1, 'ratio': float('nan')}"),
+     "output refused: NaN is not a JSON number (JSON has no NaN or Infinity)"),
+    ("returns-a-lone-surrogate", RETURNS.format(value="{'count': 1, 'x': chr(0xD800)}"),
+     "UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'*"),
+    ("fails-with-a-lone-surrogate",
+     "def run():\n    raise ValueError('bad ' + chr(0xD800) + ' value')\n",
+     "ValueError: bad \ufffd value"),
 ]
 
 GROUP = """
@@ -311,6 +335,13 @@ def test_an_in_process_skill_is_held_to_the_same_limits(tmp_path: Path) -> None:
     huge = InProcessExecutor({"emit": lambda: {"count": 10**5000}})
     result = huge.execute(skill, {}, timeout=None, cancel=Cancel())
     assert result.error == "an integer has more than 1,000 digits (JSON_MAX_NUMBER_CHARS)"
+    for value, expected in [
+            ({"count": 1, "r": float("inf")}, "inf at r is not a JSON number"),
+            ({"count": 1, "s": ["\udc00"]}, "the string '\\udc00' at s[0] holds a lone "
+             "surrogate (U+DC00), which is no character")]:
+        odd = InProcessExecutor({"emit": lambda value=value: value})
+        result = odd.execute(skill, {}, timeout=None, cancel=Cancel())
+        assert (result.outcome, result.error) == (Outcome.ERROR, expected)
 
 
 # ------------------------------------------------------- run-time schema checks: no hang, no fetch
@@ -428,3 +459,29 @@ def test_every_interface_refuses_too_deep_inputs_and_context(tmp_path: Path) -> 
                            .replace(")", r"\)")):
             call()
     assert engine.runs() == []
+
+
+def test_a_run_whose_values_strict_json_cannot_hold_is_still_recorded(tmp_path: Path) -> None:
+    # A caller's inputs (an HTTP body may hold "\ud800") and an in-process skill's error text
+    # reach the run log as they are; the record is written as strict UTF-8 JSON and read back.
+    library = tmp_path / "lib"
+    path = write_skill(library / "skills", "emit", skill_md('{python: "main.py:run"}'))
+    (path.parent / "main.py").write_text(FIXED)
+    write_group(library, "emit.yaml", GROUP)
+    loaded = load_library([library])
+    log = SqliteRunLog(tmp_path / "runs.sqlite")
+
+    def emit() -> dict[str, Any]:
+        raise ValueError("bad \ud800 value")
+
+    runner = Runner(loaded.groups, loaded.skills, InProcessExecutor({"emit": emit}),
+                    run_log=log)
+    record = runner.run("emit-once", {}, {"note": "x\udfff", "ratio": float("nan")})
+    assert record.status == "failure"
+    again = SqliteRunLog(tmp_path / "runs.sqlite").get(record.id)
+    assert again is not None
+    assert again.context == {"note": "x\ufffd", "ratio": "nan"}
+    assert again.steps[0].error == "ValueError: bad \ufffd value"
+    raw = log._db.execute("SELECT record FROM run").fetchone()[0]
+    json.loads(raw, parse_constant=lambda name: pytest.fail(f"{name} written"))
+    raw.encode("utf-8")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from skillgrove.runtime.paths import bundled_library
 from tests.test_http_server import Server, start_server, stop_server
@@ -426,3 +427,329 @@ def test_with_a_token_the_page_loads_and_sends_the_token(browser: Any, library: 
         other.context.close()
     finally:
         stop_server(guarded)
+
+
+# -- what a user of n8n, Kestra or Dify expects (#29) -------------------------------------------
+
+
+@pytest.fixture
+def wide_page(browser: Any, server: Server) -> Iterator[Any]:
+    """The studio on a large screen: a five-step group and its inputs fit at the first zoom."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1200}, bypass_csp=True)
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda exc: problems.append(str(exc)))
+    opened.goto(f"{server.url}/studio/")
+    opened.get_by_role("button", name="report-analysis", exact=True).wait_for()
+    yield opened
+    context.close()
+    assert problems == [], problems
+
+
+def add_input(page: Any, name: str, type_: str = "string", default: str = "") -> None:
+    page.get_by_label("New input name", exact=True).fill(name)
+    page.get_by_label("Type", exact=True).select_option(type_)
+    page.get_by_label("Default value", exact=True).fill(default)
+    page.get_by_role("button", name="Add input").click()
+    page.get_by_test_id(f"node-inputs.{name}").wait_for()
+
+
+def add_context(page: Any, name: str) -> None:
+    page.get_by_label("New context value name", exact=True).fill(name)
+    page.get_by_role("button", name="Add context value").click()
+    page.get_by_test_id(f"node-context.{name}").wait_for()
+
+
+def back_to_group(page: Any) -> None:
+    """Click the empty canvas: the panel shows the group again."""
+    page.locator(".react-flow__pane").click(position={"x": 5, "y": 400})
+    page.get_by_role("heading", name="Group", exact=True).wait_for()
+
+
+def test_build_report_analysis_from_an_empty_canvas_by_clicking_and_dragging(
+        wide_page: Any, library: Path, server: Server) -> None:
+    """The bundled report-analysis, rebuilt as a new group without typing one expression:
+    inputs and context values are nodes, their handles and the steps' outputs are dragged onto
+    the inputs they feed, the mail's text takes values from a picker, the condition from a
+    builder. Saved, it runs from the form and its mail reaches the outbox."""
+    page = wide_page
+    page.get_by_role("button", name="New group").click()
+    assert "Drag a skill" in page.get_by_test_id("empty-hint").inner_text()
+    shot(page, "empty-canvas")
+    page.get_by_label("id", exact=True).fill("report-mail")
+    assert page.get_by_label("File name", exact=True).input_value() == "report-mail.yaml"
+    page.get_by_label("name", exact=True).fill("Report summary by mail")
+    page.get_by_label("description", exact=True).fill(
+        "Read a PDF report, pull out its key figures, summarize it and mail both to the team.")
+    page.get_by_label("examples (one request a line)", exact=True).fill(
+        "summarize the quarterly report PDF and email the key numbers to my team")
+    add_input(page, "pdf_path")
+    add_input(page, "max_metrics", "integer", "8")
+    add_input(page, "summary_sentences", "integer", "4")
+    add_context(page, "team_email")
+    add_context(page, "report_name")
+    assert page.get_by_test_id("empty-hint").count() == 0
+
+    drag_skill(page, "pdf-to-text", 330, 230)
+    drag_skill(page, "extract-metrics", 330, 420)
+    drag_skill(page, "summarize-text", 160, 620)
+    drag_skill(page, "markdown-table", 560, 620)
+    drag_skill(page, "send-email", 520, 840)
+    for step in ("pdf_to_text", "extract_metrics", "summarize_text", "markdown_table", "send_email"):
+        page.get_by_test_id(f"node-{step}").wait_for()
+
+    connect(page, "out-inputs.pdf_path", "in-pdf_to_text-path")
+    connect(page, "out-pdf_to_text-text", "in-extract_metrics-text")
+    connect(page, "out-inputs.max_metrics", "in-extract_metrics-limit")
+    connect(page, "out-pdf_to_text-text", "in-summarize_text-text")
+    connect(page, "out-inputs.summary_sentences", "in-summarize_text-max_sentences")
+    connect(page, "out-extract_metrics-metrics", "in-summarize_text-metrics")
+    connect(page, "out-extract_metrics-metrics", "in-markdown_table-rows")
+    connect(page, "out-context.team_email", "in-send_email-to")
+    connect(page, "out-inputs.pdf_path", "in-send_email-attachments")  # a list of one
+
+    select_step(page, "markdown_table")
+    page.get_by_label("columns: array", exact=True).fill("label, display, change")
+    select_step(page, "send_email")
+    page.get_by_label("subject (required): string", exact=True).fill("Report summary: ")
+    page.get_by_label("Insert a value into subject", exact=True).select_option(label="context.report_name (any)")
+    body = page.get_by_label("body (required): string", exact=True)
+    body.fill("")
+    page.get_by_label("Insert a value into body", exact=True).select_option(
+        label="summarize_text.summary (string)")
+    body.focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\n\nKey figures\n\n")
+    page.get_by_label("Insert a value into body", exact=True).select_option(
+        label="markdown_table.markdown (string)")
+    page.get_by_label("Condition: value", exact=True).select_option(
+        label="context.team_email (string | array)")
+    page.get_by_label("Condition: test", exact=True).select_option(label="is set")
+    page.get_by_role("button", name="Set condition").click()
+    page.get_by_label("retry: max attempts", exact=True).fill("3")
+    page.get_by_label("retry: first wait (e.g. 1s)", exact=True).fill("1s")
+    page.get_by_label("timeout (e.g. 30s)", exact=True).fill("30s")
+
+    back_to_group(page)
+    for name, output in (("summary", "summarize_text.summary"), ("metrics", "extract_metrics.metrics"),
+                         ("delivered", "send_email.delivered"), ("message_id", "send_email.message_id")):
+        page.get_by_label("Output value", exact=True).select_option(label=output)
+        assert page.get_by_label("New output name", exact=True).input_value() == name
+        page.get_by_role("button", name="Add output").click()
+    wait_valid(page)
+    shot(page, "build-report")
+    assert_accessible(page)
+
+    page.get_by_role("button", name="Save…").click()
+    page.get_by_test_id("diff").wait_for()
+    page.get_by_role("button", name="Write file").click()
+    page.get_by_test_id("message").filter(has_text="Saved groups/report-mail.yaml").wait_for()
+
+    saved = yaml.safe_load((library / "groups" / "report-mail.yaml").read_text(encoding="utf-8"))
+    bundled = yaml.safe_load((library / "groups" / "report-analysis.yaml").read_text(encoding="utf-8"))
+    assert saved["inputs"] == {
+        "pdf_path": {"type": "string", "required": True},
+        "max_metrics": {"type": "integer", "default": 8},
+        "summary_sentences": {"type": "integer", "default": 4}}
+    steps = {s["id"]: s for s in saved["steps"]}
+    assert [s["skill"] for s in saved["steps"]] == [s["skill"] for s in bundled["steps"]]
+    assert steps["pdf_to_text"]["with"] == {"path": "${{ inputs.pdf_path }}"}
+    assert steps["extract_metrics"]["with"] == {
+        "text": "${{ steps.pdf_to_text.outputs.text }}", "limit": "${{ inputs.max_metrics }}"}
+    assert steps["summarize_text"]["with"] == {
+        "text": "${{ steps.pdf_to_text.outputs.text }}",
+        "max_sentences": "${{ inputs.summary_sentences }}",
+        "metrics": "${{ steps.extract_metrics.outputs.metrics }}"}
+    assert sorted(steps["summarize_text"]["needs"]) == ["extract_metrics", "pdf_to_text"]
+    assert steps["markdown_table"]["with"] == {
+        "rows": "${{ steps.extract_metrics.outputs.metrics }}", "columns": ["label", "display", "change"]}
+    mail = steps["send_email"]
+    assert mail["if"] == "${{ context.team_email != null }}"
+    assert mail["with"]["to"] == "${{ context.team_email }}"
+    assert mail["with"]["attachments"] == ["${{ inputs.pdf_path }}"]
+    assert mail["with"]["subject"] == "Report summary: ${{ context.report_name }}"
+    assert mail["with"]["body"] == ("${{ steps.summarize_text.outputs.summary }}\n\nKey figures\n\n"
+                                    "${{ steps.markdown_table.outputs.markdown }}")
+    assert sorted(mail["needs"]) == ["markdown_table", "summarize_text"]
+    assert mail["retry"] == {"max_attempts": 3, "initial_interval": "1s"} and mail["timeout"] == "30s"
+    assert saved["outputs"] == {k: v.replace("notify", "send_email").replace("metrics.outputs", "extract_metrics.outputs")
+                                .replace("summarize.outputs", "summarize_text.outputs")
+                                for k, v in bundled["outputs"].items()}
+
+    # run it through the form: the report from the library's samples, the context typed
+    before = set(server.outbox.glob("*.eml"))
+    page.get_by_label("A sample file for pdf_path", exact=True).select_option(label="quarterly_report.pdf")
+    assert page.get_by_label("pdf_path (required)", exact=True).input_value() == \
+        str(library / "samples" / "quarterly_report.pdf")
+    page.get_by_label("team_email", exact=True).fill("team@larkspur.example")
+    page.get_by_label("report_name", exact=True).fill("Q3 2024")
+    page.get_by_role("button", name="Plan").click()
+    assert "send_email sends email" in page.get_by_test_id("plan-effects").inner_text()
+    shot(page, "run-form")
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("dialog").wait_for()
+    page.get_by_role("button", name="Run anyway").click()
+    page.get_by_test_id("message").filter(has_text="success").wait_for(timeout=120_000)
+    mails = set(server.outbox.glob("*.eml")) - before
+    assert len(mails) == 1
+    text = mails.pop().read_text(encoding="utf-8")
+    assert "Subject: Report summary: Q3 2024" in text
+    assert "To: team@larkspur.example" in text
+    assert "Key figures" in text and "| Metric" not in text and "| label" in text.lower()
+    assert "quarterly_report.pdf" in text  # attached
+
+
+def test_undo_and_redo_every_edit_and_a_warning_before_leaving(page: Any) -> None:
+    page.get_by_role("button", name="report-analysis", exact=True).click()
+    page.get_by_test_id("node-figures").wait_for()
+    undo = page.get_by_role("button", name="Undo", exact=True)
+    assert undo.is_disabled()
+    edges = page.locator(".react-flow__edge").count()
+
+    select_step(page, "figures")
+    page.get_by_role("button", name="Remove step").click()
+    page.get_by_test_id("node-figures").wait_for(state="detached")
+    assert page.locator(".react-flow__edge").count() < edges
+    page.keyboard.press("Control+z")
+    page.get_by_test_id("node-figures").wait_for()
+    page.wait_for_function("(n) => document.querySelectorAll('.react-flow__edge').length === n",
+                           arg=edges)
+    assert page.get_by_test_id("unsaved").count() == 0
+    page.keyboard.press("Control+Shift+z")
+    page.get_by_test_id("node-figures").wait_for(state="detached")
+    undo.click()
+    page.get_by_test_id("node-figures").wait_for()
+
+    # a connection made with the picker, undone with the button, redone with the keys
+    select_step(page, "summarize")
+    field = page.get_by_label("text (required): string", exact=True)
+    page.get_by_label("Connect text from an output", exact=True).select_option(
+        label="extract_text.title (string)")
+    assert field.input_value() == "${{ steps.extract_text.outputs.title }}"
+    undo.click()
+    assert field.input_value() == "${{ steps.extract_text.outputs.text }}"
+    page.get_by_role("button", name="Redo", exact=True).click()
+    assert field.input_value() == "${{ steps.extract_text.outputs.title }}"
+    page.get_by_test_id("unsaved").wait_for()
+
+    # leaving: inside the studio a dialog asks, and the browser asks on reload
+    page.get_by_role("button", name="New group").click()
+    dialog = page.get_by_role("dialog", name="Leave without saving?")
+    dialog.wait_for()
+    shot(page, "leave-unsaved")
+    page.get_by_role("button", name="Keep editing").click()
+    assert page.get_by_test_id("node-figures").is_visible()
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.type), d.dismiss()))
+    page.evaluate("() => window.location.reload()")  # dismissed: the page stays
+    page.wait_for_timeout(800)
+    assert asked == ["beforeunload"]
+    assert page.get_by_test_id("node-figures").is_visible()
+
+
+def test_the_picker_offers_inputs_and_upstream_outputs_never_a_downstream_one(page: Any) -> None:
+    page.get_by_role("button", name="report-analysis", exact=True).click()
+    page.get_by_test_id("node-inputs.pdf_path").wait_for()
+    for node in ("inputs.max_metrics", "inputs.summary_sentences", "context.team_email",
+                 "context.report_name"):
+        assert page.get_by_test_id(f"node-{node}").is_visible()
+    assert "string" in page.get_by_test_id("node-inputs.pdf_path").inner_text()
+
+    def offered(step: str, field: str) -> list[str]:
+        select_step(page, step)
+        picker = page.get_by_label(f"Connect {field} from an output", exact=True)
+        return [o for o in picker.locator("option").all_inner_texts() if o != "connect from…"]
+
+    first = offered("extract_text", "path")
+    assert first[0] == "inputs.pdf_path (string)"
+    assert "inputs.max_metrics (integer) — type mismatch" in first
+    assert "context.team_email (string | array) — type mismatch" in first  # the input it feeds
+    assert "context.report_name (any)" in first
+    assert not [o for o in first if o.startswith(("metrics.", "summarize.", "figures.", "notify.",
+                                                  "extract_text."))]
+    middle = offered("summarize", "text")
+    assert "extract_text.text (string)" in middle
+    assert "metrics.count (integer) — type mismatch" in middle
+    assert not [o for o in middle if o.startswith(("summarize.", "notify."))]
+    assert "figures.markdown (string)" in middle  # side by side with summarize: no cycle
+    last = offered("notify", "body")
+    assert "figures.markdown (string)" in last and "summarize.summary (string)" in last
+
+    # on the canvas too: notify's output dropped on extract_text's input is refused
+    connect(page, "out-notify-delivered", "in-extract_text-password")
+    page.wait_for_timeout(400)
+    assert page.get_by_test_id("unsaved").count() == 0
+
+
+def test_nodes_stay_where_dropped_and_auto_layout_is_a_button(page: Any) -> None:
+    page.get_by_role("button", name="New group").click()
+    page.get_by_test_id("empty-hint").wait_for()
+    drag_skill(page, "pdf-to-text", 500, 140)
+    first = steady_box(page, "node-pdf_to_text")
+    canvas = page.get_by_test_id("canvas").bounding_box()
+    assert abs(first["x"] + first["width"] / 2 - (canvas["x"] + 500)) < 4
+    drag_skill(page, "summarize-text", 250, 420)
+    second = steady_box(page, "node-summarize_text")
+    assert abs(second["x"] + second["width"] / 2 - (canvas["x"] + 250)) < 4
+    assert steady_box(page, "node-pdf_to_text") == first  # adding a node moved no other
+
+    # a node dragged by its title stays where it is let go
+    title = page.get_by_test_id("node-summarize_text").locator(".step-title")
+    box = title.bounding_box()
+    page.mouse.move(box["x"] + 20, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 120, box["y"] + 60, steps=10)
+    page.mouse.up()
+    moved = steady_box(page, "node-summarize_text")
+    # where the pointer let it go (less the few pixels before a drag starts)
+    assert 80 <= moved["x"] - second["x"] <= 101 and 35 <= moved["y"] - second["y"] <= 61
+    page.keyboard.press("Control+z")
+    assert abs(steady_box(page, "node-summarize_text")["x"] - second["x"]) < 4
+
+    page.get_by_role("button", name="Auto-layout").click()
+    page.wait_for_timeout(400)
+    assert steady_box(page, "node-pdf_to_text") != first
+
+
+def test_handle_labels_are_readable_at_the_first_zoom(page: Any) -> None:
+    page.get_by_role("button", name="report-analysis", exact=True).click()
+    page.get_by_test_id("node-notify").wait_for()
+    steady_box(page, "node-notify")
+    sizes = page.evaluate("""() => {
+        const scale = new DOMMatrixReadOnly(getComputedStyle(
+            document.querySelector('.react-flow__viewport')).transform).a;
+        return [...document.querySelectorAll('.port span')].map(
+            s => parseFloat(getComputedStyle(s).fontSize) * scale);
+    }""")
+    assert sizes and min(sizes) >= 11, sizes
+
+
+def test_palette_descriptions_word_filter_and_plain_messages(page: Any) -> None:
+    page.get_by_label("Request", exact=True).fill("summarize the quarterly report PDF and email "
+                                                  "the key numbers to my team")
+    page.keyboard.press("Enter")
+    answer = page.get_by_test_id("search-result")
+    answer.get_by_text("An agent asking this gets the group").wait_for()
+    assert "score 0." not in answer.inner_text()
+    answer.get_by_text("Details (scores)").click()
+    assert "group report-analysis: score 0." in answer.inner_text()
+
+    page.get_by_role("button", name="New group").click()
+    entry = page.get_by_test_id("palette-pdf-to-text")
+    assert "text" in entry.locator(".description").inner_text().lower()  # shown, not on hover
+    page.get_by_label("Find a skill (words in its name or description)").fill("table markdown")
+    page.get_by_test_id("palette-markdown-table").wait_for()
+    assert page.get_by_test_id("palette-pdf-to-text").count() == 0
+    page.get_by_label("Find a skill (words in its name or description)").fill("")
+
+    page.get_by_label("id", exact=True).fill("word-count")
+    assert page.get_by_label("File name", exact=True).input_value() == "word-count.yaml"
+    page.get_by_label("File name", exact=True).fill("counting.yaml")
+    page.get_by_label("id", exact=True).fill("word-counts")
+    assert page.get_by_label("File name", exact=True).input_value() == "counting.yaml"
+    page.get_by_role("button", name="Add pdf-to-text to the canvas").click()
+    page.get_by_test_id("check-status").filter(has_text="1 problem").wait_for()
+    page.get_by_role("button", name="Save…").click()
+    words = page.get_by_role("dialog").inner_text()
+    assert "1 problem to fix" in words and "errors" not in words
+    page.keyboard.press("Escape")

@@ -103,6 +103,8 @@ export function Editor({ editing, setEditing, onDirty }) {
   const [dragging, setDragging] = useState(null);
   const [measured, setMeasured] = useState({});
   const dragStart = useRef(null);
+  // The first view fits what the file holds; a new group's canvas never moves by itself.
+  const hadNodes = useRef(stepsOf(editing.doc).length > 0);
 
   // The file name follows the id of a new group until the user names the file.
   useEffect(() => {
@@ -486,7 +488,7 @@ export function Editor({ editing, setEditing, onDirty }) {
                        onDelete={remove}
                        onNodeClick={(_, node) => setSelected(node.id)} onPaneClick={() => setSelected(null)}
                        onConnectStart={(_, p) => setDragging(p)} onConnectEnd={() => setDragging(null)}
-                       onInit={(instance) => setTimeout(() => instance.fitView(DEFAULT_VIEW), 60)}
+                       onInit={(instance) => { if (hadNodes.current) setTimeout(() => instance.fitView(DEFAULT_VIEW), 60); }}
                        minZoom={0.3} maxZoom={2} proOptions={{ hideAttribution: true }}
                        deleteKeyCode={["Delete", "Backspace"]} aria-label="Group canvas">
               <Background gap={16} />

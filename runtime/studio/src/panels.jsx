@@ -96,7 +96,7 @@ function Options({ items, expected }) {
     <optgroup key={label} label={label}>
       {list.map((o) => (
         <option key={o.key} value={o.key}>
-          {o.text}{o.type ? ` (${o.type})` : ""}{expected !== undefined && !compatible(o.type, expected) && expected !== "array" ? " — type mismatch" : ""}
+          {o.text} ({o.type || "any"}){expected !== undefined && !compatible(o.type, expected) && expected !== "array" ? " — type mismatch" : ""}
         </option>
       ))}
     </optgroup>

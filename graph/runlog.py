@@ -183,8 +183,8 @@ class SqliteRunLog:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._errors():
-            row = self._db.execute("SELECT record FROM run WHERE id = ? OR id LIKE ? "
-                                   "ORDER BY started_at DESC", (run_id, run_id + "%")).fetchone()
+            # Exactly the id: a pattern (``%``, ``_``) must not answer with another run.
+            row = self._db.execute("SELECT record FROM run WHERE id = ?", (run_id,)).fetchone()
             return None if row is None else RunRecord.from_dict(json.loads(row[0]))
 
     def list(self, limit: int = 20) -> list[RunRecord]:

@@ -348,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "127.0.0.1)")
     mcp.add_argument("--port", type=port_number, default=8765,
                      help="with --transport http (default 8765)")
+    mcp.add_argument("--token", default=None,
+                     help="with --transport http: bearer token clients must send (default "
+                          "$SKILLGROVE_TOKEN); any address but loopback needs one")
     mcp.add_argument("--no-watch", action="store_true",
                      help="do not watch the library folders for changes")
     mcp.set_defaults(handler=commands.cmd_serve_mcp)

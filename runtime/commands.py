@@ -759,9 +759,10 @@ DEMO_SEARCHES = ("translate this paragraph into German", "生成本周的工作�
 def cmd_serve_mcp(args: argparse.Namespace, out: TextIO) -> int:
     from skillgrove.runtime import mcp_server
 
+    token = args.token or os.environ.get("SKILLGROVE_TOKEN") or None
     engine = engine_from_args(args)
     mcp_server.serve(engine, transport=args.transport, host=args.host, port=args.port,
-                     watch=not args.no_watch)
+                     watch=not args.no_watch, token=token)
     return 0
 
 

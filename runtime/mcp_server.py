@@ -58,6 +58,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import math
@@ -147,16 +148,21 @@ ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[ty
 
 
 def serve(engine: Skillgrove, *, transport: Literal["stdio", "http"] = "stdio",
-          host: str = "127.0.0.1", port: int = 8765, watch: bool = True) -> None:
+          host: str = "127.0.0.1", port: int = 8765, watch: bool = True,
+          token: str | None = None) -> None:
     """Serve ``engine`` over MCP until the client (stdio) or a signal (HTTP) ends it.
 
     ``watch``: re-index the library as its files change and announce the changes; without it
     the engine still re-indexes a changed library before a search (and the change is announced
-    then). The streamable HTTP endpoint is ``http://<host>:<port>/mcp``.
+    then). The streamable HTTP endpoint is ``http://<host>:<port>/mcp``. Over HTTP, as with the
+    HTTP API, any address but loopback needs ``token``, which every request must then carry
+    as ``Authorization: Bearer <token>``.
     """
     if transport not in ("stdio", "http"):
         raise InvalidRequestError("transport", f"unknown transport '{transport}' "
                                   "(use stdio or http)")
+    if transport == "http":
+        check_binding(host, token)
     app = SkillgroveMCP(engine)
     watcher = engine.watch() if watch else None
     if watcher is None:
@@ -166,10 +172,50 @@ def serve(engine: Skillgrove, *, transport: Literal["stdio", "http"] = "stdio",
         if transport == "stdio":
             anyio.run(app.run_stdio)
         else:
-            anyio.run(app.run_http, host, port)
+            anyio.run(app.run_http, host, port, token)
     finally:
         if watcher is not None:
             watcher.stop()
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse to serve MCP over HTTP off loopback without a token (the HTTP API's rule)."""
+    from skillgrove.runtime.http_server import is_loopback
+
+    if not token and not is_loopback(host):
+        raise InvalidRequestError("host", f"refusing to serve MCP on {host} without a token: "
+                                  "pass --token (or set SKILLGROVE_TOKEN), or bind 127.0.0.1")
+
+
+class BearerGuard:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``
+    (compared in constant time); others get a 401 in the HTTP API's error shape."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                given = value
+        scheme, _, credential = given.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self.token):
+            await self.app(scope, receive, send)
+            return
+        message = "wrong bearer token" if given else ("this server needs a bearer token: send "
+                                                      "it as Authorization: Bearer <token>")
+        body = json.dumps({"error": {"code": "unauthorized", "message": message,
+                                     "details": {}}}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode()),
+                                (b"www-authenticate", b"Bearer")]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def group_tool_name(group_id: str) -> str:
@@ -804,13 +850,14 @@ class SkillgroveMCP:
             await self.server.run(read, write, self.server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
-    async def run_http(self, host: str = "127.0.0.1", port: int = 8765) -> None:
+    async def run_http(self, host: str = "127.0.0.1", port: int = 8765,
+                       token: str | None = None) -> None:
         import uvicorn
 
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            sys.stderr.write(f"skillgrove: warning: serving MCP on {host} without "
-                             "authentication: whoever reaches it can run skills\n")
-        app = self.server.streamable_http_app(host=host)
+        check_binding(host, token)
+        app: Any = self.server.streamable_http_app(host=host)
+        if token:
+            app = BearerGuard(app, token)
         # Open SSE streams would hold a graceful shutdown forever: give them two seconds.
         http = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                              lifespan="on", timeout_graceful_shutdown=2))

@@ -364,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="bearer token clients must send (default $SKILLGROVE_TOKEN)")
     http.add_argument("--max-body", type=positive_int, default=1024 * 1024, metavar="BYTES",
                       help="largest request body accepted (default 1 MiB)")
+    http.add_argument("--max-runs", type=positive_int, default=8, metavar="N",
+                      help="runs carried at once; more are answered 429 (default 8)")
     http.add_argument("--no-watch", action="store_true",
                       help="do not watch the library folders for changes")
     http.set_defaults(handler=commands.cmd_serve_http)

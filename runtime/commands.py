@@ -772,7 +772,8 @@ def cmd_serve_http(args: argparse.Namespace, out: TextIO) -> int:
     token = args.token or os.environ.get("SKILLGROVE_TOKEN") or None
     engine = engine_from_args(args)
     http_server.serve(engine, host=args.host, port=args.port, token=token,
-                      max_body=args.max_body, watch=not args.no_watch)
+                      max_body=args.max_body, watch=not args.no_watch,
+                      max_runs=args.max_runs)
     return 0
 
 

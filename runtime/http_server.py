@@ -63,6 +63,7 @@ in inputs are the server's: they resolve against its working directory, as in ``
     409   needs_confirmation          the run has side effects; send ``confirm: true``
     413   body_too_large              the body is over ``max_body`` bytes (default 1 MiB)
     421   invalid_host                no token, and Host or Origin is not a loopback name
+    429   too_many_runs               ``max_runs`` runs are going already (``Retry-After``)
     422   invalid_request             a bad field: ``details.field`` names it
     500   internal                    a bug; the traceback goes to stderr, never to the client
     503   unavailable                 ``/readyz`` only: the engine cannot even report its health
@@ -123,6 +124,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BODY", "create_app", "is_loopback", "serve"]
 
 DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_MAX_RUNS = 8
+"""Runs a server carries at once (each may start skill processes); more get a 429."""
 KEEPALIVE_SECONDS = 15.0
 """An SSE comment goes out when a run is quiet this long, so proxies keep the stream open."""
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -726,7 +729,7 @@ def _validation_response(request: Request, exc: RequestValidationError) -> _JSON
 
 
 def create_app(engine: Skillgrove, *, token: str | None = None,
-               max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+               max_body: int = DEFAULT_MAX_BODY, max_runs: int = DEFAULT_MAX_RUNS) -> FastAPI:
     """The FastAPI app serving ``engine``; see the module docstring for the endpoints.
 
     >>> app = create_app(Skillgrove(["library"]), token="s3cret")
@@ -734,6 +737,8 @@ def create_app(engine: Skillgrove, *, token: str | None = None,
     """
     if not isinstance(max_body, int) or max_body < 0:
         raise InvalidRequestError("max_body", "must be a number of bytes (0 or more)")
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
+        raise InvalidRequestError("max_runs", "must be a number of runs (1 or more)")
     app = FastAPI(
         title="skillgrove",
         summary="Group-structured skill graph engine: retrieve toolboxes of agent skills, run "
@@ -741,6 +746,7 @@ def create_app(engine: Skillgrove, *, token: str | None = None,
         version=_version(),
         redoc_url=None,
     )
+    app.state.run_slots = _RunSlots(max_runs)
     app.add_middleware(_Guard, token=token, max_body=max_body)
     _add_error_handlers(app)
     app.include_router(_health_routes(engine))
@@ -1041,7 +1047,36 @@ def _injection(injection: Injection) -> dict[str, Any]:
 RunStarter = Callable[[Callable[["Event"], None]], "RunRecord"]
 
 
+class _RunSlots:
+    """How many runs the server carries at once: a slot is taken before a run starts and given
+    back when it ends, however it ends."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free = threading.BoundedSemaphore(limit)
+
+    def guarded(self, start: RunStarter) -> RunStarter | None:
+        """``start`` holding a slot until it returns, or None when every slot is taken."""
+        if not self._free.acquire(blocking=False):
+            return None
+
+        def run(on_event: Callable[[Event], None]) -> RunRecord:
+            try:
+                return start(on_event)
+            finally:
+                self._free.release()
+
+        return run
+
+
 async def _run_response(request: Request, start: RunStarter) -> Response:
+    slots: _RunSlots = request.app.state.run_slots
+    guarded = slots.guarded(start)
+    if guarded is None:
+        return _error_response(429, "too_many_runs", f"this server is running {slots.limit} "
+                               "runs already, its limit: try again when one has finished",
+                               {"limit": slots.limit}, {"Retry-After": "1"})
+    start = guarded
     if EVENT_STREAM not in request.headers.get("accept", ""):
         record = await run_in_threadpool(start, _ignore)
         return _JSON(record.to_dict(), status_code=201,
@@ -1126,7 +1161,8 @@ def is_loopback(host: str) -> bool:
 
 def serve(engine: Skillgrove, *, host: str = "127.0.0.1", port: int = 8787,
           token: str | None = None, max_body: int = DEFAULT_MAX_BODY,
-          watch: bool = True, announce: Callable[[str], None] | None = None) -> None:
+          watch: bool = True, announce: Callable[[str], None] | None = None,
+          max_runs: int = DEFAULT_MAX_RUNS) -> None:
     """Serve ``engine`` over HTTP until interrupted. Any address but loopback needs a token.
 
     >>> serve(Skillgrove(["library"]), port=8787)            # blocks; Ctrl-C stops it
@@ -1138,7 +1174,7 @@ def serve(engine: Skillgrove, *, host: str = "127.0.0.1", port: int = 8787,
                                   "pass --token (or set SKILLGROVE_TOKEN), or bind 127.0.0.1")
     if not 0 <= port <= 65535:
         raise InvalidRequestError("port", f"{port} is not a port number")
-    app = create_app(engine, token=token, max_body=max_body)
+    app = create_app(engine, token=token, max_body=max_body, max_runs=max_runs)
     listener = _listen(host, port)
     watcher = engine.watch() if watch else None
     shown = f"[{host}]" if ":" in host else host

@@ -139,3 +139,70 @@ def test_the_http_api_answers_a_pattern_run_id_with_404(tmp_path: Path) -> None:
         for pattern in ("%25", "_", run.id[:6] + "%25", run.id[:-1] + "_"):
             answer = client.get(f"/v1/runs/{pattern}")
             assert answer.status_code == 404, (pattern, answer.text)
+
+
+# ------------------------------------------------------------------------- concurrent runs
+
+@contextmanager
+def http_api(root: Path, *extra: str) -> Iterator[str]:
+    where = write_skill(root / "lib", "slow", """
+        ---
+        name: slow
+        description: Takes a while.
+        inputs: {properties: {seconds: {type: number}}}
+        entrypoint: {python: main.py:run}
+        ---
+        b
+        """)
+    (where.parent / "main.py").write_text(
+        "import time\ndef run(seconds):\n    time.sleep(seconds)\n    return {'slept': seconds}\n")
+    port = free_port()
+    log_path = root / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "http", str(root / "lib"),
+             "--port", str(port), "--no-watch", *extra],
+            stdout=log, stderr=log, env=cli_env(root), cwd=root, stdin=subprocess.DEVNULL)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the server did not start:\n{log_path.read_text()}")
+                time.sleep(0.1)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "event-stream"])
+def test_runs_over_the_servers_limit_get_429_and_a_slot_frees_when_a_run_ends(
+        tmp_path: Path, stream: bool) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    headers = {"Accept": "text/event-stream"} if stream else {}
+    with http_api(tmp_path, "--max-runs", "2") as base:
+        def start(seconds: float) -> httpx.Response:
+            return httpx.post(f"{base}/v1/skills/slow/runs", json={"inputs": {
+                "seconds": seconds}}, headers=headers, timeout=60)
+
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(start, [3.0] * 6))
+        codes = sorted(a.status_code for a in answers)
+        refused = [a for a in answers if a.status_code == 429]
+        assert codes.count(429) == 4, codes
+        assert codes.count(429) + codes.count(200 if stream else 201) == 6, codes
+        assert refused[0].json()["error"]["code"] == "too_many_runs"
+        assert refused[0].headers["retry-after"] == "1"
+        again = start(0.1)  # both earlier runs have ended: their slots are free
+        assert again.status_code == (200 if stream else 201), again.text

@@ -93,6 +93,12 @@ class RetrievalConfig:
     recent_boost: float = 0.15
     select_ratio: float = 0.85
     select_min: float = 0.25
+    fit_min_cosine: float | None = 0.2
+    """A skill also fits on its own, whatever its hybrid score, when its embedding is at least
+    this near the request: a long request ("I'm preparing for the science fair and need
+    weather data for ...") shares few of its words with any one skill, so its lexical side is
+    small, while an off-topic one ("order pizza for the team") stays below 0.17 on the
+    bundled library (None: the hybrid score alone)."""
     """A skill scoring below this is ranked but never selected: better an empty selection
     ("nothing here fits") than five unrelated skills."""
     select_max: int = 5
@@ -160,6 +166,10 @@ class RetrievalConfig:
     clear_router: float = 0.6
     """A request whose group the router holds at least this likely, alone, is clear: the
     conversation does not change its answer."""
+    group_support_depth: int | None = 5
+    """A group answers only when one of its steps is among this many best-ranked skills for
+    the request (None: off; ``skillgrove bench`` keeps it only where held-out history
+    agrees)."""
     closure_max: int = 12
     """At most this many declared prerequisites join a single-skill answer (its dependency
     closure); 0 turns the closure off."""
@@ -349,6 +359,9 @@ class Retriever:
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
             skills = self._atomic_tier(query, vector, context, k, weight, glossed)
+            if group is None and glossed is not None:
+                group, candidates, reason = self._glossed_group(
+                    request, glossed, context, state, skills, group, candidates, reason)
             if group is not None and candidates:
                 group = self._near_miss(group, candidates, query, vector, context, weight)
                 if weight is None:
@@ -356,7 +369,8 @@ class Retriever:
                     if stand_in is not None:
                         reason, group = stand_in.reason, None
             if group is not None:
-                reason = self._one_skill_fits_better(group, skills)
+                reason = self.one_skill_fits_better(group, skills) or self.unsupported(
+                    group, skills)
                 if reason is not None:
                     group = None
         if group is not None:
@@ -420,7 +434,8 @@ class Retriever:
     def _part_rankings(self, request: str, context: RequestContext, k: int,
                        weight: float | None) -> list[list[ScoredSkill]]:
         """The skill ranking of each part of a request that asks for several things (see
-        ``planner.request_parts``); empty for a request of one part. Remembered for the
+        ``planner.request_parts``); empty for a request of one part. A part mostly in CJK
+        script is matched as such a request is, its English gloss too. Remembered for the
         search: the group and the composed toolbox both read them."""
         parts = request_parts(request)
         if len(parts) < 2:
@@ -428,9 +443,22 @@ class Retriever:
         key = ("parts", request, k, weight, context.recent_skills)
         reads = self._reads
         if key not in reads.derived:
-            vectors = self.encoder.encode([p.text for p in parts])
-            reads.derived[key] = [self._atomic_tier(part.text, vector, context, k, weight)
-                                  for part, vector in zip(parts, vectors, strict=True)]
+            texts = [p.text for p in parts]
+            glosses: dict[int, tuple[str, str]] = {}
+            for index, text in enumerate(texts):
+                if weight is not None and self.config.use_gloss and cjk_share(text) > 0.3:
+                    gloss = english_gloss(text)
+                    if gloss:
+                        glosses[index] = (gloss, english_gloss(text, kept=1) or gloss)
+            plain = [glosses[i][1] for i in sorted(glosses)]
+            vectors = self.encoder.encode([*texts, *plain])
+            extra = dict(zip(sorted(glosses), vectors[len(texts):], strict=True))
+            rankings = []
+            for index, (text, vector) in enumerate(zip(texts, vectors, strict=False)):
+                glossed = (glosses[index][0], extra[index]) if index in glosses else None
+                own = self.config.cjk_vector_weight if cjk_share(text) > 0.3 else None
+                rankings.append(self._atomic_tier(text, vector, context, k, own, glossed))
+            reads.derived[key] = rankings
         return list(reads.derived[key])
 
     def _several_tasks(self, request: str, context: RequestContext, k: int,
@@ -449,9 +477,9 @@ class Retriever:
         if not rankings:
             return None
         best_part = max((r[0].score for r in rankings if r), default=0.0)
-        floor = max(self.config.select_min, PART_RATIO * best_part)
+        floor = PART_RATIO * best_part
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
-        top = whole[0] if whole and whole[0].score >= floor else None
+        top = whole[0] if whole and self.fits(whole[0]) else None
         for index, ranking in enumerate(rankings):
             near = [s.id for s in ranking[:PART_COVER_DEPTH]]
             covering = next((sid for sid in near if sid in chosen), None)
@@ -460,7 +488,8 @@ class Retriever:
                 continue
             if covering is not None:
                 continue
-            if ranking and ranking[0].score >= floor and ranking[0].id not in chosen:
+            if ranking and ranking[0].score >= floor and self.fits(ranking[0]) \
+                    and ranking[0].id not in chosen:
                 chosen[ranking[0].id] = index
         if len(chosen) < 2:
             return None
@@ -473,10 +502,11 @@ class Retriever:
         for sid in tops:
             item = by_id[sid]
             woven[sid] = replace(item, explanation={**item.explanation, "task": chosen[sid] + 1})
+        every: list[Sequence[ScoredSkill]] = [whole, *rankings]
         for depth in range(k):
-            for ranking in (whole, *rankings):
-                if depth < len(ranking) and ranking[depth].id not in woven:
-                    woven[ranking[depth].id] = ranking[depth]
+            for listed in every:
+                if depth < len(listed) and listed[depth].id not in woven:
+                    woven[listed[depth].id] = listed[depth]
         return list(woven.values()), tops, len(rankings)
 
     def _near_miss(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
@@ -650,7 +680,7 @@ class Retriever:
         members = set(group.members)
         extras: dict[str, ScoredSkill] = {}
         for index, ranking in enumerate(self._part_rankings(request, context, k, weight), 1):
-            if not ranking or ranking[0].score < self.config.select_min:
+            if not ranking or not self.fits(ranking[0]):
                 continue
             top = ranking[0]
             if top.id in members or top.id in extras:
@@ -726,7 +756,40 @@ class Retriever:
         return replace(group, edges=tuple(turned), explanation={
             **group.explanation, "order": "as the request states it"})
 
-    def _one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
+    def _glossed_group(self, request: str, glossed: tuple[str, Any], context: RequestContext,
+                       state: _IndexState, skills: Sequence[ScoredSkill],
+                       group: GroupChoice | None, candidates: list[tuple[str, float]],
+                       reason: str | None,
+                       ) -> tuple[GroupChoice | None, list[tuple[str, float]], str | None]:
+        """For a request mostly in Chinese that no group fits as written: the group its
+        English gloss fits, held to the English threshold, when the best skill for the
+        request is one of its steps (a dictionary's senses are noisy: the skills must agree).
+        Otherwise what the request as written gave."""
+        text, vector = glossed
+        found, _, found_candidates = self._group_tier(request, text, vector, context, state,
+                                                      None)
+        if found is None or not skills or skills[0].id not in found.members:
+            return group, candidates, reason
+        return replace(found, explanation={**found.explanation, "gloss": text}), \
+            found_candidates, None
+
+    def unsupported(self, group: GroupChoice, skills: Sequence[ScoredSkill]) -> str | None:
+        """Why ``group`` does not answer the request, or None: none of its steps is among the
+        first ``group_support_depth`` skills the request ranks, though those fit on their
+        own (``select_min``). A group matched by the domain's words alone ("search a title,
+        then fetch its details" for every request about films) is then left for the skills
+        the request names."""
+        depth = self.config.group_support_depth
+        if depth is None or not skills or not self.fits(skills[0]):
+            return None
+        if "gloss" in skills[0].explanation:
+            return None
+        if set(group.members) & {s.id for s in skills[:depth]}:
+            return None
+        return (f"the group '{group.name}' fits the words, but none of its steps is among the "
+                f"{depth} skills that fit the request best (first: '{skills[0].name}')")
+
+    def one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                ) -> str | None:
         """Why the answer is one skill rather than ``group``, or None when the group stands.
 
@@ -736,7 +799,7 @@ class Retriever:
         good as the group and far ahead of every other step (``single_step_lead``): either
         way the group's other steps are work nobody asked for."""
         cfg = self.config
-        if not skills or skills[0].score < cfg.select_min:
+        if not skills or not self.fits(skills[0]):
             return None
         top = skills[0]
         if "gloss" in top.explanation:
@@ -903,7 +966,8 @@ class Retriever:
         similarity bar needs the embedding) and the chosen group needs no second look
         (not demoted, every member available); anything else takes the full path."""
         cfg = self.config
-        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0:
+        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0 \
+                or cfg.group_support_depth is not None:
             return None
         if router is None or router.lexical is None:
             return None
@@ -1351,9 +1415,10 @@ class Retriever:
         ``select_max``, none below ``select_min``), leaving out substitutes: a skill SIMILAR_TO
         one already selected is an alternative to it, not a second thing the request needs
         (``select_substitutes`` keeps them)."""
-        if not skills:
+        if not skills or not self.fits(skills[0]):
             return []
-        cut = max(skills[0].score * self.config.select_ratio, self.config.select_min)
+        top = skills[0].score
+        cut = max(top * self.config.select_ratio, min(self.config.select_min, top))
         chosen = self._answering([s.id for s in skills[: self.config.select_max]
                                   if s.score >= cut])
         if self.config.select_substitutes or len(chosen) < 2:
@@ -1367,6 +1432,16 @@ class Retriever:
                 if not similar & set(kept):
                     kept.append(sid)
         return kept
+
+    def fits(self, skill: ScoredSkill) -> bool:
+        """Whether ``skill`` fits the request on its own: its score reaches ``select_min`` or
+        its embedding ``fit_min_cosine``."""
+        cfg = self.config
+        if skill.score >= cfg.select_min:
+            return True
+        cosine = skill.explanation.get("vector")
+        return cfg.fit_min_cosine is not None and isinstance(cosine, float) \
+            and cosine >= cfg.fit_min_cosine
 
     def _answering(self, ids: Sequence[str]) -> list[str]:
         """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced

@@ -215,6 +215,20 @@ def _private_pycache(sandboxed: bool) -> Iterator[str | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _outbox_made(skill: Skill, env: Mapping[str, str]) -> Path | None:
+    """For a skill that sends mail: the outbox folder (``$SKILLGROVE_OUTBOX``) made so that the
+    sandbox can mount it; the folder when it was made now (to be removed if left empty)."""
+    outbox = env.get(OUTBOX_ENV)
+    if not outbox or "sends-email" not in skill.effects or not os.path.isabs(outbox) \
+            or os.path.isdir(outbox):
+        return None
+    try:
+        Path(outbox).mkdir(mode=0o700, parents=True)
+    except OSError:
+        return None
+    return Path(outbox)
+
+
 def path_values(skill: Skill, inputs: Mapping[str, Any]) -> list[str]:
     """The strings of the inputs the skill declares ``format: path`` (or lists of them)."""
     found: list[str] = []
@@ -442,10 +456,16 @@ class SubprocessExecutor:
                                         sandboxed=sandboxed)
                 if workspace is not None:
                     env.update(workspace.environment())
-                if sandboxed:
-                    argv = self._sandboxed(argv, skill, inputs, workspace, env)
-                result = self._process(argv, skill, env, inputs, limit, cancel,
-                                       namespace=self.pid_namespace and not sandboxed)
+                made = _outbox_made(skill, env) if sandboxed else None
+                try:
+                    if sandboxed:
+                        argv = self._sandboxed(argv, skill, inputs, workspace, env)
+                    result = self._process(argv, skill, env, inputs, limit, cancel,
+                                           namespace=self.pid_namespace and not sandboxed)
+                finally:
+                    if made is not None:
+                        with contextlib.suppress(OSError):
+                            made.rmdir()  # only if the skill left nothing in it
         seconds = time.perf_counter() - started
         if result.ok:
             problem = validate_outputs(skill, result.outputs)
@@ -466,18 +486,17 @@ class SubprocessExecutor:
             workspace.step_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             write.append((workspace.step_dir, workspace.step_dir))
         outbox = env.get(OUTBOX_ENV)
-        if outbox and "sends-email" in skill.effects and os.path.isabs(outbox):
-            with contextlib.suppress(OSError):
-                Path(outbox).mkdir(mode=0o700, parents=True, exist_ok=True)
-            if os.path.isdir(outbox):
-                write.append((Path(os.path.realpath(outbox)), Path(outbox)))
+        if outbox and "sends-email" in skill.effects and os.path.isdir(outbox):
+            write.append((Path(os.path.realpath(outbox)), Path(outbox)))
         more_read, more_write, refused = sandbox_module.input_mounts(
-            path_values(skill, inputs), writable=writes,
+            path_values(skill, inputs), writes_files=writes,
             run_dir=workspace.run_dir if workspace is not None else None,
             protected=self.protected)
         return sandbox_module.Mounts(tuple(read + more_read), tuple(write + more_write),
-                                     network="network" in skill.effects,
-                                     refused=tuple(refused))
+                                     network=bool(sandbox_module.NETWORK_EFFECTS
+                                                  & set(skill.effects)),
+                                     refused=tuple(refused),
+                                     masked=self.protected.masked)
 
     def _sandboxed(self, argv: list[str], skill: Skill, inputs: Mapping[str, Any],
                    workspace: Workspace | None, env: Mapping[str, str]) -> list[str]:

@@ -65,6 +65,15 @@ _ETC_NETWORK = ("/etc/resolv.conf", "/etc/gai.conf")
 
 _OFF = frozenset({"off", "0", "no", "false", "none"})
 
+NETWORK_EFFECTS = frozenset({"network", "sends-email", "sends-messages"})
+"""Effects that reach other machines: a skill declaring one shares the host's network. Each
+needs the caller's confirmation before a run (``SKILLGROVE_ALLOW_EFFECTS`` aside)."""
+
+# Never writable through a path input: the system, and what the machine keeps running state in.
+SYSTEM_FOLDERS = tuple(Path(p) for p in (
+    "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev",
+    "/proc", "/sys", "/var", "/opt", "/srv", "/run", "/snap"))
+
 
 def sandbox_wanted(environ: Mapping[str, str] | None = None) -> bool:
     """False when ``SKILLGROVE_SANDBOX`` turns the sandbox off."""
@@ -117,6 +126,10 @@ class Mounts:
     network: bool = False
     refused: tuple[tuple[str, str], ...] = field(default=())
     """Paths named in the inputs that were not mounted, with why."""
+    masked: tuple[Path, ...] = ()
+    """Folders covered with an empty tmpfs wherever a bind above them would show them (the
+    engine's folders, the library): what is mounted deeper (the run folder, the skill's own
+    folder, a file the inputs name) is mounted after, on top."""
 
 
 def _base_options(*, network: bool) -> list[str]:
@@ -143,20 +156,26 @@ def _depth(path: Path) -> int:
 def command(bwrap: str, argv: Sequence[str], *, folder: Path, mounts: Mounts,
             env: Mapping[str, str], interpreters: Iterable[Path] = ()) -> list[str]:
     """The ``bwrap`` command line that runs ``argv`` in ``folder`` (the skill's, read-only) with
-    exactly ``env`` and ``mounts``. Binds are made parents first, so a writable step folder
-    inside a read-only run folder stays writable."""
+    exactly ``env`` and ``mounts``. Mounts are made parents first, so a writable step folder
+    inside a read-only run folder stays writable, and a masked folder under a bind is hidden
+    before what is mounted inside it shows again."""
     options = _base_options(network=mounts.network)
-    binds: list[tuple[Bind, bool]] = [((p, p), False) for p in interpreters]
-    binds.append(((folder, folder), False))
-    binds += [(b, False) for b in mounts.read_only]
-    binds += [(b, True) for b in mounts.writable]
-    seen: set[tuple[Bind, bool]] = set()
-    for bind, writable in sorted(binds, key=lambda item: (_depth(item[0][1]), item[1])):
-        source, dest = bind
-        if (bind, writable) in seen or str(dest) in (*_SYSTEM, "/", SANDBOX_TMP):
+    binds: list[tuple[Path, str, Path]] = [(p, "--ro-bind", p) for p in interpreters]
+    binds.append((folder, "--ro-bind", folder))
+    binds += [(dest, "--ro-bind", source) for source, dest in mounts.read_only]
+    binds += [(dest, "--bind", source) for source, dest in mounts.writable]
+    dests = [dest for dest, _, _ in binds]
+    for hidden in mounts.masked:
+        if os.path.isdir(hidden) and any(inside(hidden, dest) and hidden != dest
+                                         for dest in dests):
+            binds.append((hidden, "--tmpfs", hidden))
+    order = {"--tmpfs": 0, "--ro-bind": 1, "--bind": 2}
+    seen: set[tuple[Path, str, Path]] = set()
+    for dest, how, source in sorted(binds, key=lambda b: (_depth(b[0]), order[b[1]])):
+        if (dest, how, source) in seen or str(dest) in (*_SYSTEM, "/", SANDBOX_TMP):
             continue
-        seen.add((bind, writable))
-        options += ["--bind" if writable else "--ro-bind", str(source), str(dest)]
+        seen.add((dest, how, source))
+        options += [how, str(dest)] if how == "--tmpfs" else [how, str(source), str(dest)]
     options += ["--remount-ro", "/", "--chdir", str(folder), "--clearenv"]
     for name, value in sorted(env.items()):
         options += ["--setenv", name, value]
@@ -191,22 +210,29 @@ class Protected:
     """What a path named in a skill's inputs may not open up. ``hidden``: the engine's own
     folders (index, run log, caches), never mounted; ``read_only``: the library roots, mounted
     at most read-only (a skill never writes another skill's folder); the user's home itself and
-    its hidden entries (``~/.ssh``, ``~/.config``, ...) are never mounted. A path above one of
-    them (``/``, ``/home``) is refused too. The step's own run folder is always mounted (the
-    caller of :func:`input_mounts` checks it first)."""
+    its hidden entries (``~/.ssh``, ``~/.config``, ...) are never mounted, and a path above the
+    home (``/``, ``/home``) is refused. A path above the engine's folders or the library is
+    mounted with those covered by an empty tmpfs (:attr:`masked`). The step's own run folder is
+    always mounted (the caller of :func:`input_mounts` checks it first)."""
 
     hidden: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     home: Path | None = None
 
+    @property
+    def masked(self) -> tuple[Path, ...]:
+        """What is covered wherever a bind above it would show it (see :class:`Mounts`)."""
+        return self.hidden + self.read_only
+
     def why_not(self, path: Path, *, write: bool) -> str | None:
+        if write:
+            for folder in SYSTEM_FOLDERS:
+                if inside(path, folder):
+                    return f"it is inside {folder}, which no skill may write"
         for folder in self.hidden + (self.read_only if write else ()):
             if inside(path, folder):
                 return f"it is inside {folder}, which skills may not " + (
                     "write" if folder in self.read_only else "read")
-        for folder in self.hidden + self.read_only:
-            if inside(folder, path):
-                return f"it holds {folder}"
         home = self.home
         if home is not None:
             if inside(home, path):
@@ -218,33 +244,44 @@ class Protected:
         return None
 
 
-def input_mounts(paths: Iterable[str], *, writable: bool, run_dir: Path | None,
-                 protected: Protected) -> tuple[list[tuple[Path, Path]], list[tuple[Path, Path]],
-                                                list[tuple[str, str]]]:
-    """The binds for the paths a step's inputs name: ``(read_only, writable, refused)``, each
-    bind ``(source, destination)``: a link is mounted at its own name from where it points,
-    and judged by both. A path that does not exist yet is mounted through its folder, and only
-    for a skill that may write."""
-    read: list[tuple[Path, Path]] = []
-    write: list[tuple[Path, Path]] = []
+def input_mounts(paths: Iterable[str], *, writes_files: bool, run_dir: Path | None,
+                 protected: Protected) -> tuple[list[Bind], list[Bind], list[tuple[str, str]]]:
+    """The binds for the paths a step's inputs name (``format: path``), as
+    ``(read_only, writable, refused)``:
+
+    - an existing file: read-only; writable for a skill that declares ``writes-files`` or
+      ``deletes-files``;
+    - an existing folder: writable (it is where the step was asked to work);
+    - a path that does not exist yet: the nearest folder above it that exists, writable (where
+      the step was asked to put something new).
+
+    A writable bind must not be inside the system, the library or the engine's folders (then
+    a file is still mounted read-only where reading is allowed); nothing is mounted inside the
+    user's home's hidden entries or the engine's folders, nor above any of them. A link is
+    mounted at its own name from where it points, and judged by both."""
+    read: list[Bind] = []
+    write: list[Bind] = []
     refused: list[tuple[str, str]] = []
     for text in paths:
         if not text or "://" in text or not os.path.isabs(text):
             continue
         dest = Path(os.path.normpath(text))
-        if not os.path.lexists(dest):
-            if not writable:
-                continue
-            dest = dest.parent
-            if not dest.is_dir():
-                continue
+        while not os.path.lexists(dest) and dest != dest.parent:
+            dest = dest.parent  # what is to be made goes into the nearest folder that exists
         source = Path(os.path.realpath(dest))
         if run_dir is not None and inside(source, run_dir) and inside(dest, run_dir):
             continue  # the run folder is mounted already
-        why = protected.why_not(source, write=writable) or (
-            protected.why_not(dest, write=writable) if dest != source else None)
+        wanted_write = source.is_dir() or writes_files
+        verdicts = []
+        for write_it in ([True, False] if wanted_write and source.is_file() else [wanted_write]):
+            why = protected.why_not(source, write=write_it) or (
+                protected.why_not(dest, write=write_it) if dest != source else None)
+            verdicts.append((write_it, why))
+            if why is None:
+                break
+        write_it, why = verdicts[-1]
         if why is not None:
             refused.append((text, why))
             continue
-        (write if writable else read).append((source, dest))
+        (write if write_it else read).append((source, dest))
     return read, write, refused

@@ -162,7 +162,10 @@ def test_a_skill_cannot_write_another_skills_folder_or_its_own(tmp_path: Path) -
     boxed = execute(attacker, {"write": targets, "paths": [str(victim.folder / "main.py")]},
                     protected=protected)
     assert boxed.ok, boxed.error
-    assert all(v.startswith("denied") for v in boxed.outputs["wrote"].values()), boxed.outputs
+    # Its own folder is mounted read-only; the other one's file only read-only, and whatever
+    # it writes beside it lands in the sandbox's own root, never in the host's folder.
+    assert boxed.outputs["wrote"][str(attacker.folder)].startswith("denied"), boxed.outputs
+    assert boxed.outputs["read"][str(victim.folder / "main.py")].startswith("\nimport json")
     assert not any(Path(t, "planted.txt").exists() for t in targets)
 
 
@@ -456,3 +459,36 @@ def test_each_run_record_says_whether_it_was_sandboxed(tmp_path: Path,
     assert (boxed.sandboxed, plain.sandboxed) == (True, False)
     assert engine.get_run(boxed.id).sandboxed is True
     assert engine.get_run(plain.id).sandboxed is False
+
+
+def test_a_new_path_opens_its_folder_with_the_library_and_index_covered(tmp_path: Path) -> None:
+    from skillgrove import Skillgrove
+
+    lib = tmp_path / "lib"
+    probe_skill(lib)
+    other = probe_skill(lib, "other")
+    engine = Skillgrove([lib], index=tmp_path / "index", allow_effects=["all"])
+    engine.run_skill("probe", {})
+    log = str(engine.index_dir / "runs.sqlite")
+    fresh = str(tmp_path / "fresh" / "report.csv")  # to be made: its nearest folder opens
+    record = engine.run_skill("probe", {
+        "paths": [fresh], "write": [str(tmp_path), str(lib)],
+        "read": [log, str(other.folder / "main.py")]})
+    assert record.status == "success", record.error
+    assert record.outputs["wrote"][str(tmp_path)] == "wrote"
+    assert (tmp_path / "planted.txt").read_text() == "planted"
+    assert not (lib / "planted.txt").exists()
+    assert all(v.startswith("denied") for p, v in record.outputs["read"].items()
+               if p != fresh), record.outputs["read"]
+
+
+@pytest.mark.parametrize("target", ["/etc/hostname", "/usr/share", "/var/tmp"])
+def test_no_input_makes_the_system_writable(tmp_path: Path, target: str) -> None:
+    if not os.path.exists(target):
+        pytest.skip(f"{target} is not on this machine")
+    skill = probe_skill(tmp_path / "lib", effects="[writes-files, deletes-files]")
+    folder = target if os.path.isdir(target) else os.path.dirname(target)
+    result = execute(skill, {"paths": [target], "write": [folder]})
+    assert result.ok, result.error
+    assert result.outputs["wrote"][folder].startswith("denied"), result.outputs
+    assert not os.path.exists(os.path.join(folder, "planted.txt"))

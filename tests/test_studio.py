@@ -332,7 +332,8 @@ def test_editing_one_field_of_a_commented_file_changes_only_that_line(
 # -- trying a group ---------------------------------------------------------------------------
 
 
-def test_run_a_group_with_side_effects_after_confirming(page: Any, server: Server) -> None:
+def test_run_a_group_with_side_effects_after_confirming(wide_page: Any, server: Server) -> None:
+    page = wide_page
     page.get_by_role("button", name="report-analysis", exact=True).click()
     page.get_by_test_id("node-notify").wait_for()
     # the advanced toggle: the same values as JSON
@@ -341,7 +342,9 @@ def test_run_a_group_with_side_effects_after_confirming(page: Any, server: Serve
     page.get_by_label("context (JSON)", exact=True).fill(json.dumps({"team_email": "team@larkspur.example",
                                                          "report_name": "Q3 2024"}))
     page.get_by_role("button", name="Plan").click()
-    page.get_by_test_id("plan").wait_for()
+    # the first call after a save may wait for the library's re-index
+    page.get_by_test_id("plan").or_(page.get_by_test_id("message")).wait_for(timeout=120_000)
+    assert page.get_by_test_id("message").count() == 0, page.get_by_test_id("message").inner_text()
     assert "notify sends email" in page.get_by_test_id("plan-effects").inner_text()
     page.get_by_role("button", name="Run", exact=True).click()
     dialog = page.get_by_role("dialog")
@@ -583,9 +586,12 @@ def test_build_report_analysis_from_an_empty_canvas_by_clicking_and_dragging(
         str(library / "samples" / "quarterly_report.pdf")
     page.get_by_label("team_email", exact=True).fill("team@larkspur.example")
     page.get_by_label("report_name", exact=True).fill("Q3 2024")
-    page.get_by_role("button", name="Plan").click()
-    assert "send_email sends email" in page.get_by_test_id("plan-effects").inner_text()
     shot(page, "run-form")
+    page.get_by_role("button", name="Plan").click()
+    page.get_by_test_id("plan-effects").wait_for(timeout=120_000)  # after the save's re-index
+    assert "send_email sends email" in page.get_by_test_id("plan-effects").inner_text()
+    page.get_by_test_id("plan").scroll_into_view_if_needed()
+    shot(page, "plan")
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("dialog").wait_for()
     page.get_by_role("button", name="Run anyway").click()

@@ -238,6 +238,19 @@ def test_the_impact_of_a_skill_names_the_groups_using_it(client: TestClient) -> 
 # -- edits on their own -------------------------------------------------------------------------
 
 
+def test_the_samples_are_the_files_a_run_form_offers(client: TestClient, library: Path) -> None:
+    (library / "samples" / ".hidden.pdf").write_bytes(b"%PDF-")
+    (library / "samples" / "linked.pdf").symlink_to(library / "samples" / "invoice.pdf")
+    listed = client.get("/v1/samples").json()["samples"]
+    names = [s["name"] for s in listed]
+    assert "quarterly_report.pdf" in names and "invoice.pdf" in names
+    assert names == sorted(names, key=str.lower)
+    assert not {".hidden.pdf", "linked.pdf", "make_samples.py"} & set(names)
+    report = next(s for s in listed if s["name"] == "quarterly_report.pdf")
+    assert report["path"] == str((library / "samples" / "quarterly_report.pdf").absolute())
+    assert report["size"] == (library / "samples" / "quarterly_report.pdf").stat().st_size
+
+
 def test_edit_paths_parse_and_bad_ones_are_refused() -> None:
     assert parse_path("steps[2].with.text") == ["steps", 2, "with", "text"]
     assert parse_path("inputs.pdf_path.default") == ["inputs", "pdf_path", "default"]

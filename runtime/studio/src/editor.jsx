@@ -17,7 +17,30 @@ import { GroupPanel, Palette, StepPanel } from "./panels.jsx";
 import { RunPanel } from "./run.jsx";
 
 const SOURCE_WIDTH = 190;
-const DEFAULT_VIEW = { padding: 0.12, minZoom: 0.92, maxZoom: 1 }; // labels stay >= 11 px
+const MIN_FIRST_ZOOM = 0.85; // 13 px handle labels stay at 11 px or more
+
+// The first view: the whole group when it fits at a zoom where the labels are readable;
+// else readable, from its top left corner (the user scrolls or zooms out for the rest).
+function readableView(instance, canvas) {
+  const box = canvas && canvas.getBoundingClientRect();
+  const all = instance.getNodes();
+  if (!box || !box.width || !all.length) return;
+  const size = (n) => ({ w: (n.measured && n.measured.width) || n.width || 250, h: (n.measured && n.measured.height) || 90 });
+  const x0 = Math.min(...all.map((n) => n.position.x));
+  const y0 = Math.min(...all.map((n) => n.position.y));
+  const x1 = Math.max(...all.map((n) => n.position.x + size(n).w));
+  const y1 = Math.max(...all.map((n) => n.position.y + size(n).h));
+  const pad = 20;
+  const fit = Math.min((box.width - 2 * pad) / (x1 - x0), (box.height - 2 * pad) / (y1 - y0));
+  const zoom = Math.min(1, Math.max(MIN_FIRST_ZOOM, fit));
+  const fitsWide = (x1 - x0) * zoom <= box.width - 2 * pad;
+  const fitsHigh = (y1 - y0) * zoom <= box.height - 2 * pad;
+  instance.setViewport({
+    x: fitsWide ? (box.width - (x1 - x0) * zoom) / 2 - x0 * zoom : pad - x0 * zoom,
+    y: fitsHigh ? (box.height - (y1 - y0) * zoom) / 2 - y0 * zoom : pad - y0 * zoom,
+    zoom,
+  });
+}
 const LAYOUT_KEY = "skillgrove-layout:";
 
 function storedPositions(path) {
@@ -103,6 +126,7 @@ export function Editor({ editing, setEditing, onDirty }) {
   const [dragging, setDragging] = useState(null);
   const [measured, setMeasured] = useState({});
   const dragStart = useRef(null);
+  const canvasRef = useRef(null);
   // The first view fits what the file holds; a new group's canvas never moves by itself.
   const hadNodes = useRef(stepsOf(editing.doc).length > 0);
 
@@ -295,7 +319,7 @@ export function Editor({ editing, setEditing, onDirty }) {
 
   const autoLayout = () => {
     commit((p) => ({ ...p, positions: layoutAll(p.doc, widthOf, sourcesOf(p.doc, p.context, skills, groups)) }));
-    setTimeout(() => flow.fitView(DEFAULT_VIEW), 50);
+    setTimeout(() => readableView(flow, canvasRef.current), 80);
   };
 
   // -- what the canvas draws ----------------------------------------------------------------
@@ -449,7 +473,7 @@ export function Editor({ editing, setEditing, onDirty }) {
           </div>
           {message && <p className="banner" role="status" data-testid="message">{message}</p>}
           <ConnectionHint />
-          <div className="canvas" onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = "copy"; }}
+          <div className="canvas" ref={canvasRef} onDragOver={(e) => { e.preventDefault(); e.dataTransfer.dropEffect = "copy"; }}
                onDrop={onDrop} data-testid="canvas">
             {nodes.length === 0 && (
               <div className="empty-hint" data-testid="empty-hint">
@@ -488,7 +512,7 @@ export function Editor({ editing, setEditing, onDirty }) {
                        onDelete={remove}
                        onNodeClick={(_, node) => setSelected(node.id)} onPaneClick={() => setSelected(null)}
                        onConnectStart={(_, p) => setDragging(p)} onConnectEnd={() => setDragging(null)}
-                       onInit={(instance) => { if (hadNodes.current) setTimeout(() => instance.fitView(DEFAULT_VIEW), 60); }}
+                       onInit={(instance) => { if (hadNodes.current) setTimeout(() => readableView(instance, canvasRef.current), 80); }}
                        minZoom={0.3} maxZoom={2} proOptions={{ hideAttribution: true }}
                        deleteKeyCode={["Delete", "Backspace"]} aria-label="Group canvas">
               <Background gap={16} />

@@ -210,12 +210,12 @@ export function downstreamOf(doc, stepId) {
 // Top to bottom with the group's inputs and context values in the first row.
 export function layoutAll(doc, widthOf, sources) {
   const graph = new dagre.graphlib.Graph();
-  graph.setGraph({ rankdir: "TB", nodesep: 40, ranksep: 80, marginx: 20, marginy: 20 });
+  graph.setGraph({ rankdir: "TB", nodesep: 30, ranksep: 55, marginx: 20, marginy: 20 });
   graph.setDefaultEdgeLabel(() => ({}));
   const steps = stepsOf(doc);
   const ids = new Set(steps.map((s) => String(s.id)));
-  for (const s of sources) graph.setNode(s.id, { width: 190, height: 60 });
-  for (const step of steps) graph.setNode(String(step.id), { width: widthOf(step), height: 120 });
+  for (const s of sources) graph.setNode(s.id, { width: 190, height: 64 });
+  for (const step of steps) graph.setNode(String(step.id), { width: widthOf(step), height: 84 });
   for (const step of steps) {
     for (const need of needsOf(step)) if (ids.has(need)) graph.setEdge(need, String(step.id));
     for (const r of referencesIn([step.with, step.if])) {
@@ -228,6 +228,15 @@ export function layoutAll(doc, widthOf, sources) {
   for (const id of graph.nodes()) {
     const node = graph.node(id);
     positions[id] = { x: node.x - node.width / 2, y: node.y - node.height / 2 };
+  }
+  // The inputs and context values all in one row above the first step, in the order dagre
+  // put them (near what they feed), none on another.
+  const top = steps.length ? Math.min(...steps.map((s) => positions[String(s.id)].y)) : 84;
+  let right = -Infinity;
+  for (const s of [...sources].sort((a, b) => positions[a.id].x - positions[b.id].x)) {
+    const x = Math.max(positions[s.id].x, right + 20);
+    positions[s.id] = { x, y: top - 64 - 50 };
+    right = x + 190;
   }
   return positions;
 }

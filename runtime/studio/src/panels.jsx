@@ -386,7 +386,7 @@ export function GroupPanel({ doc, update, isNew, contextNames, onAddContext }) {
         <legend>Outputs</legend>
         <ul className="inputs">
           {Object.entries(outputs).map(([key, value]) => (
-            <li key={key}><code>{key}</code>: <code>{String(value)}</code>
+            <li key={key}><code>{key}</code> from <code>{String(value).replace(/^\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}$/, "$1.$2")}</code>
               <button type="button" aria-label={`Remove output ${key}`} onClick={() => update((d) => { delete d.outputs[key]; if (!Object.keys(d.outputs).length) delete d.outputs; })}>×</button></li>
           ))}
         </ul>

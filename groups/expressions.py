@@ -29,16 +29,22 @@ most ``EXPRESSION_MAX_DEPTH`` levels (checked while parsing); number literals ar
 string escapes are decoded here, each bad one reported where it is. A string an expression
 builds is at most ``EXPRESSION_MAX_RESULT_CHARS`` long and a list at most ``EXPRESSION_MAX_ITEMS``
 items: ``+``, ``format``, ``join``, ``toJSON`` and ``string`` work out the size first and refuse
-before allocating. (The limits live in :mod:`skills.limits`.)
+before allocating. What one evaluation builds altogether (every string, list and object,
+intermediate ones included) is bounded too, in bytes and entries, and so is what all the
+expressions of one step's ``with`` build (:func:`step_budget`): many values each under the
+per-string cap cannot add up to gigabytes. (The limits live in :mod:`skills.limits`.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,9 +53,13 @@ from skillgrove.skills.errors import ExpressionEvalError, ExpressionSyntaxError
 from skillgrove.skills.limits import (
     EXPRESSION_MAX_CHARS,
     EXPRESSION_MAX_DEPTH,
+    EXPRESSION_MAX_EVALUATION_BYTES,
+    EXPRESSION_MAX_EVALUATION_ITEMS,
     EXPRESSION_MAX_ITEMS,
     EXPRESSION_MAX_NUMBER_CHARS,
     EXPRESSION_MAX_RESULT_CHARS,
+    EXPRESSION_MAX_STEP_BYTES,
+    EXPRESSION_MAX_STEP_ITEMS,
 )
 
 ROOTS = ("inputs", "context", "steps")
@@ -829,32 +839,102 @@ def evaluate(node: Node, scope: Mapping[str, Any], statuses: StepStatuses | None
 
     Every failure is an :class:`ExpressionEvalError` whose ``offset`` is where the failing part
     starts in the expression, and whose message names that part (``inputs.d[inputs.l]: an
-    array cannot be the key of an object``)."""
+    array cannot be the key of an object``). What it builds altogether is bounded (see the
+    module docstring)."""
+    with _budget("one evaluation", EXPRESSION_MAX_EVALUATION_BYTES,
+                 EXPRESSION_MAX_EVALUATION_ITEMS, "EXPRESSION_MAX_EVALUATION"):
+        return _eval(node, scope, statuses)
+
+
+@dataclass
+class _Budget:
+    """What the expressions evaluated inside it may still build: bytes and entries."""
+
+    what: str
+    bytes_left: int
+    items_left: int
+    limit_bytes: int
+    limit_items: int
+    name: str
+
+
+_BUDGETS: ContextVar[tuple[_Budget, ...]] = ContextVar("expression_budgets", default=())
+
+
+@contextlib.contextmanager
+def _budget(what: str, limit_bytes: int, limit_items: int, name: str) -> Iterator[None]:
+    opened = _Budget(what, limit_bytes, limit_items, limit_bytes, limit_items, name)
+    token = _BUDGETS.set((*_BUDGETS.get(), opened))
+    try:
+        yield
+    finally:
+        _BUDGETS.reset(token)
+
+
+@contextlib.contextmanager
+def step_budget() -> Iterator[None]:
+    """Bound what every expression evaluated inside it builds altogether (one step's ``with``;
+    a plan's preview of it). Nested calls share the outermost budget.
+
+    >>> with step_budget():
+    ...     render_value({"a": "${{ format('{0}', 1) }}"}, {})
+    {'a': '1'}
+    """
+    if any(b.name == "EXPRESSION_MAX_STEP" for b in _BUDGETS.get()):
+        yield
+        return
+    with _budget("one step", EXPRESSION_MAX_STEP_BYTES, EXPRESSION_MAX_STEP_ITEMS,
+                 "EXPRESSION_MAX_STEP"):
+        yield
+
+
+def _charged(value: Any) -> Any:
+    """``value``, which an evaluation just built, charged to every open budget."""
+    budgets = _BUDGETS.get()
+    if not budgets or not isinstance(value, str | list | dict):
+        return value
+    size = sys.getsizeof(value)
+    items = len(value) if isinstance(value, list | dict) else 0
+    for budget in budgets:
+        budget.bytes_left -= size
+        budget.items_left -= items
+        if budget.bytes_left < 0:
+            raise ExpressionEvalError(
+                f"the values built in {budget.what} would take more than "
+                f"{budget.limit_bytes:,} bytes ({budget.name}_BYTES)")
+        if budget.items_left < 0:
+            raise ExpressionEvalError(
+                f"the values built in {budget.what} would hold more than "
+                f"{budget.limit_items:,} entries ({budget.name}_ITEMS)")
+    return value
+
+
+def _eval(node: Node, scope: Mapping[str, Any], statuses: StepStatuses | None = None) -> Any:
     try:
         if isinstance(node, Lit):
             return node.value
         if isinstance(node, ListLit):
-            return [evaluate(item, scope, statuses) for item in node.items]
+            return _charged([_eval(item, scope, statuses) for item in node.items])
         if isinstance(node, Name):
             if node.name not in scope:
                 raise ExpressionEvalError(f"unknown name '{_cut(node.name)}'; use one of "
                                           + ", ".join(sorted(scope)), node.offset)
             return scope[node.name]
         if isinstance(node, Attr):
-            return _get(evaluate(node.obj, scope, statuses), node.name)
+            return _get(_eval(node.obj, scope, statuses), node.name)
         if isinstance(node, Index):
-            return _get(evaluate(node.obj, scope, statuses), evaluate(node.key, scope, statuses))
+            return _get(_eval(node.obj, scope, statuses), _eval(node.key, scope, statuses))
         if isinstance(node, Unary):
-            value = evaluate(node.operand, scope, statuses)
+            value = _eval(node.operand, scope, statuses)
             if node.op == "!":
                 return not truthy(value)
             return -_number(value)
         if isinstance(node, Binary):
-            return _binary(node, scope, statuses)
+            return _charged(_binary(node, scope, statuses))
         result = _call(node, scope, statuses)
         if isinstance(result, str):
             _check_length(len(result), f"{node.func}()")
-        return result
+        return _charged(result)
     except ExpressionEvalError as exc:
         if exc.offset is not None:
             raise
@@ -886,13 +966,13 @@ def _a(type_name: str) -> str:
 
 def _binary(node: Binary, scope: Mapping[str, Any], statuses: StepStatuses | None) -> Any:
     if node.op == "&&":
-        left = evaluate(node.left, scope, statuses)
-        return evaluate(node.right, scope, statuses) if truthy(left) else left
+        left = _eval(node.left, scope, statuses)
+        return _eval(node.right, scope, statuses) if truthy(left) else left
     if node.op == "||":
-        left = evaluate(node.left, scope, statuses)
-        return left if truthy(left) else evaluate(node.right, scope, statuses)
-    left = evaluate(node.left, scope, statuses)
-    right = evaluate(node.right, scope, statuses)
+        left = _eval(node.left, scope, statuses)
+        return left if truthy(left) else _eval(node.right, scope, statuses)
+    left = _eval(node.left, scope, statuses)
+    right = _eval(node.right, scope, statuses)
     if node.op == "==":
         return _equal(left, right)
     if node.op == "!=":
@@ -932,7 +1012,7 @@ def _call(node: Call, scope: Mapping[str, Any], statuses: StepStatuses | None) -
         raise ExpressionEvalError(f"{node.func}() takes {low}"
                                   + ("" if low == high else f" to {high}") + " arguments",
                                   node.offset)
-    return func(*(evaluate(arg, scope, statuses) for arg in node.args))
+    return func(*(_eval(arg, scope, statuses) for arg in node.args))
 
 
 def _cut(text: str, limit: int = 60) -> str:
@@ -990,12 +1070,19 @@ def _located(exc: ExpressionEvalError, part: ExprPart) -> ExpressionEvalError:
 def render(template: Template, scope: Mapping[str, Any],
            statuses: StepStatuses | None = None) -> Any:
     """The value of a template: a raw value for a lone expression, else a string. An
-    :class:`ExpressionEvalError` carries its offset in the template string."""
+    :class:`ExpressionEvalError` carries its offset in the template string. Its expressions
+    share one evaluation budget."""
+    with _budget("one evaluation", EXPRESSION_MAX_EVALUATION_BYTES,
+                 EXPRESSION_MAX_EVALUATION_ITEMS, "EXPRESSION_MAX_EVALUATION"):
+        return _render(template, scope, statuses)
+
+
+def _render(template: Template, scope: Mapping[str, Any], statuses: StepStatuses | None) -> Any:
     if template.is_single_expression:
         part = template.parts[0]
         assert isinstance(part, ExprPart)
         try:
-            return evaluate(part.node, scope, statuses)
+            return _eval(part.node, scope, statuses)
         except ExpressionEvalError as exc:
             raise _located(exc, part) from None
     out: list[str] = []
@@ -1005,7 +1092,7 @@ def render(template: Template, scope: Mapping[str, Any],
             text = part
         else:
             try:
-                text = _string(evaluate(part.node, scope, statuses))
+                text = _string(_eval(part.node, scope, statuses))
             except ExpressionEvalError as exc:
                 raise _located(exc, part) from None
         size += len(text)
@@ -1017,11 +1104,17 @@ def render(template: Template, scope: Mapping[str, Any],
 
 
 def render_value(value: Any, scope: Mapping[str, Any]) -> Any:
-    """Render every template inside a nested ``with`` value (dicts and lists are walked)."""
+    """Render every template inside a nested ``with`` value (dicts and lists are walked), all
+    of them within one :func:`step_budget`."""
+    with step_budget():
+        return _render_value(value, scope)
+
+
+def _render_value(value: Any, scope: Mapping[str, Any]) -> Any:
     if isinstance(value, str):
         return render(parse_template(value), scope) if has_expression(value) else value
     if isinstance(value, dict):
-        return {k: render_value(v, scope) for k, v in value.items()}
+        return {k: _render_value(v, scope) for k, v in value.items()}
     if isinstance(value, list):
-        return [render_value(v, scope) for v in value]
+        return [_render_value(v, scope) for v in value]
     return value

@@ -61,6 +61,7 @@ from skillgrove.groups.expressions import (
     parse_template,
     references,
     render_value,
+    step_budget,
     truthy,
 )
 from skillgrove.groups.loader import matches_type
@@ -468,9 +469,10 @@ class Runner:
             else:
                 planned[sid] = "skipped"
                 reason = self._skip_reason(step, planned)
+            with step_budget():  # every value of the step's preview, together
+                preview = _preview(step.with_, {**scope, "steps": {}})
             found[sid] = PlannedStep(step.id, step.target, step.kind, depth[sid], step.needs,
-                                     _preview(step.with_, {**scope, "steps": {}}), reason,
-                                     isinstance(decision, _Unknown), depends_on)
+                                     preview, reason, isinstance(decision, _Unknown), depends_on)
         return Plan(group.id, values, levels, tuple(found[s.id] for s in group.steps))
 
     @staticmethod

@@ -120,3 +120,19 @@ allocating gigabytes. It is above the 10 MiB a skill may print, so any one outpu
 EXPRESSION_MAX_ITEMS = 1_000_000
 """The most items a list built by ``+`` may hold, and the most values (counting every nested
 one) ``toJSON`` and ``string`` will write as text."""
+
+EXPRESSION_MAX_EVALUATION_BYTES = 48 * 1024 * 1024
+"""The memory all the strings, lists and objects that one evaluation of an expression builds
+may take together (``sys.getsizeof`` of each, intermediate ones included): sixty-six
+``format()`` calls in one list each stay under ``EXPRESSION_MAX_RESULT_CHARS``, together they
+do not. Room for one string of the largest size, in the widest characters."""
+
+EXPRESSION_MAX_EVALUATION_ITEMS = 2_000_000
+"""The list and object entries one evaluation may build together."""
+
+EXPRESSION_MAX_STEP_BYTES = 128 * 1024 * 1024
+"""What every expression of one step's ``with`` (or of a plan's preview of a step) may build
+together: two hundred large values each under the evaluation budget are still refused."""
+
+EXPRESSION_MAX_STEP_ITEMS = 4_000_000
+"""The list and object entries all the expressions of one step's ``with`` may build."""

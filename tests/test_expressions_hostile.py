@@ -278,3 +278,98 @@ def test_parsing_and_evaluating_raise_nothing_but_expression_errors(text: str) -
         assert exc.offset is not None and 0 <= exc.offset <= len(text), (text, exc.offset)
     with contextlib.suppress(ExpressionError):
         render(parse_template("v=${{ " + text + " }}"), SCOPE)
+
+
+# --------------------------------------------- what one evaluation, and one step, build together
+
+_X16 = "format('" + "{0}" * 16 + "',"
+# 16**5 * 16 = 16 Mi characters: just under EXPRESSION_MAX_RESULT_CHARS, each on its own.
+_BIG_FORMAT = _X16 * 5 + "'abcdefghijklmnop'" + ")" * 5
+_MID_FORMAT = _X16 * 4 + "'abcdefghijklmnop'" + ")" * 4  # 1 Mi characters
+_BIG_UPPER = "upper(lower(" + _BIG_FORMAT + "))"
+
+# Each builds many values that are each within the per-string and per-list caps; together they
+# would take gigabytes. Several spellings: a list literal, '+' of texts, nested lists, toJSON of
+# a list, text around the expressions of one template.
+BUDGET_CASES = [
+    ("${{ [" + ",".join([_BIG_FORMAT] * 60) + "] }}", "EXPRESSION_MAX_EVALUATION_BYTES"),
+    ("${{ [[" + _BIG_FORMAT + "," + _BIG_FORMAT + "],[" + _BIG_FORMAT + "," + _BIG_FORMAT
+     + "]] }}", "EXPRESSION_MAX_EVALUATION_BYTES"),
+    ("${{ length(" + " + ".join([_BIG_FORMAT] * 2) + ") }}", "EXPRESSION_MAX_RESULT_CHARS"),
+    ("${{ [" + ",".join(["toJSON([" + _MID_FORMAT + "])"] * 60) + "] }}",
+     "EXPRESSION_MAX_EVALUATION_BYTES"),
+    ("x ${{ " + _BIG_FORMAT + " }} ${{ " + _BIG_FORMAT + " }} ${{ " + _BIG_FORMAT + " }} "
+     "${{ " + _BIG_FORMAT + " }}", "EXPRESSION_MAX_"),
+    ("${{ [" + ",".join([_BIG_UPPER] * 8) + "] }}", "EXPRESSION_MAX_EVALUATION_BYTES"),
+]
+
+
+@pytest.mark.parametrize(("text", "limit"), BUDGET_CASES,
+                         ids=["list-of-60", "nested-lists", "plus", "tojson", "template-text",
+                              "upper-lower"])
+def test_what_one_evaluation_builds_is_bounded_in_total(text: str, limit: str) -> None:
+    with pytest.raises(ExpressionEvalError, match=limit):
+        render(parse_template(text), {})
+
+
+@pytest.mark.parametrize("values", [200, 40])
+def test_what_one_step_builds_is_bounded_in_total(values: int) -> None:
+    from skillgrove.groups.expressions import render_value
+
+    one = "${{ " + _BIG_FORMAT + " }}"
+    with pytest.raises(ExpressionEvalError, match="EXPRESSION_MAX_STEP_BYTES"):
+        render_value({"nested": [{f"k{i}": one} for i in range(values)]}, {})
+
+
+def test_lists_built_from_a_callers_list_hit_the_entry_budgets() -> None:
+    from skillgrove.groups.expressions import render_value
+
+    scope = {"inputs": {"l": list(range(300_000))}}
+    doubled = "inputs.l + inputs.l + inputs.l"  # builds 1.5 million entries, each list < 1M
+    with pytest.raises(ExpressionEvalError, match="EXPRESSION_MAX_EVALUATION_ITEMS"):
+        render(parse_template("${{ [" + ", ".join([doubled] * 3) + "] }}"), scope)
+    with pytest.raises(ExpressionEvalError, match="EXPRESSION_MAX_STEP_ITEMS"):
+        render_value(["${{ " + doubled + " }}"] * 5, scope)
+
+
+def test_a_step_budget_in_use_still_renders_ordinary_values() -> None:
+    from skillgrove.groups.expressions import render_value
+
+    rendered = render_value({"a": "${{ format('{0}-{1}', inputs.x, 2) }}", "b": ["${{ 1 + 1 }}"]},
+                            {"inputs": {"x": "q"}})
+    assert rendered == {"a": "q-2", "b": [2]}
+
+
+def test_a_plan_of_such_a_step_stays_small_in_memory(tmp_path: Any) -> None:
+    # The issue's shape: 'plan' of a group whose step has 200 such values peaked at gigabytes
+    # and ended in a MemoryError traceback; now the step's budget runs out after a few of them.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(r"""
+        import resource, sys
+        from pathlib import Path
+        from skillgrove.groups import load_group_text
+        from skillgrove.runtime.runner import Runner
+        from skillgrove.skills.errors import ExpressionError
+        value = "${{ " + sys.argv[1] + " }}"
+        withs = "".join(f"      v{i}: \"{value}\"\n" for i in range(200))
+        text = ("id: g\ndescription: d\nexamples: [e]\nsteps:\n  - id: s\n    skill: x\n"
+                "    with:\n" + withs)
+        load = load_group_text(text, Path("g.yaml"))
+        assert load.group is not None, [d.format() for d in load.diagnostics]
+        try:
+            Runner({"g": load.group}, {}, None).plan("g")
+            print("planned")
+        except ExpressionError as exc:
+            print("refused", "EXPRESSION_MAX_STEP_BYTES" in str(exc))
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, _BIG_FORMAT], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    verdict, peak_mb = done.stdout.split("\n")[:2]
+    # A preview leaves a value it cannot render as written; either way, memory stays bounded.
+    assert verdict in ("refused True", "planned"), done.stdout
+    assert int(peak_mb) < 600, f"peak {peak_mb} MB"

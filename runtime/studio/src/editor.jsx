@@ -698,13 +698,19 @@ function StepNode({ data }) {
 }
 const nodeTypes = { step: StepNode, source: SourceNode };
 
+// Where the checker's hint tells a file's author what to type, the studio says what to do
+// on the canvas instead.
+const CANVAS_HINTS = {
+  "unused-input": "drag the handle of its node on the canvas onto a step's input, or remove it: every caller has to give it",
+};
+
 function Diagnostics({ items, failed }) {
   if (!items.length && !failed) return null;
   return (
     <section className="diagnostics" aria-label="Group diagnostics" data-testid="group-diagnostics">
       {failed && <p className="error">{failed}</p>}
       <ul>{items.map((d, i) => (
-        <li key={i} className={d.severity} data-rule={d.rule}>{d.line ? `${d.line}:${d.column || 1} ` : ""}{d.message}{d.hint ? ` — ${d.hint}` : ""} <code>[{d.rule}]</code></li>
+        <li key={i} className={d.severity} data-rule={d.rule}>{d.line ? `${d.line}:${d.column || 1} ` : ""}{d.message}{CANVAS_HINTS[d.rule] || d.hint ? ` — ${CANVAS_HINTS[d.rule] || d.hint}` : ""} <code>[{d.rule}]</code></li>
       ))}</ul>
     </section>
   );

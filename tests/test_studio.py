@@ -350,7 +350,7 @@ def test_run_a_group_with_side_effects_after_confirming(wide_page: Any, server: 
     page.get_by_role("button", name="Run", exact=True).click()
     dialog = page.get_by_role("dialog")
     dialog.wait_for()
-    assert "email" in dialog.inner_text().lower() or "send" in dialog.inner_text().lower()
+    assert "step notify sends email (skill send-email)" in dialog.inner_text()
     shot(page, "run-confirm")
     page.get_by_role("button", name="Run anyway").click()
     page.get_by_test_id("message").filter(has_text="success").wait_for(timeout=120_000)

@@ -14,7 +14,7 @@ import {
 } from "./model.js";
 import { Dialog, EditorContext, Studio, plural } from "./shared.jsx";
 import { GroupPanel, Palette, StepPanel } from "./panels.jsx";
-import { RunPanel } from "./run.jsx";
+import { EFFECTS, RunPanel } from "./run.jsx";
 
 const SOURCE_WIDTH = 190;
 const MIN_FIRST_ZOOM = 0.85; // 13 px handle labels stay at 11 px or more
@@ -561,9 +561,14 @@ export function Editor({ editing, setEditing, onDirty }) {
       )}
       {confirm && (
         <Dialog title="This run has side effects" onClose={() => setConfirm(null)}>
-          <ul>{Object.entries(confirm.effects).map(([effect, names]) => (
-            <li key={effect}><strong>{effect}</strong>: {Array.isArray(names) ? names.join(", ") : String(names)}</li>
-          ))}</ul>
+          <p>Running it changes things outside its run folder:</p>
+          <ul data-testid="confirm-effects">{Object.entries(confirm.effects).map(([effect, names]) => {
+            const steps = effectsOf()[effect];
+            return (
+              <li key={effect}>{steps ? `step ${steps.join(", ")}` : "it"} <strong>{EFFECTS[effect] || effect}</strong>
+                {" "}(skill {Array.isArray(names) ? names.join(", ") : String(names)})</li>
+            );
+          })}</ul>
           <div className="row">
             <button type="button" onClick={() => run(confirm.values, true)}>Run anyway</button>
             <button type="button" onClick={() => setConfirm(null)}>Cancel</button>

@@ -7,7 +7,7 @@ import { call } from "./api.js";
 import { contract, inputSpecs, isObject, referencesIn, stepsOf } from "./model.js";
 import { EditorContext, plural } from "./shared.jsx";
 
-const EFFECTS = {
+export const EFFECTS = {
   "sends-email": "sends email", "sends-messages": "sends messages", "writes-files": "writes files",
   "deletes-files": "deletes files", network: "uses the network", "spends-money": "spends money",
   "changes-accounts": "changes accounts",

@@ -764,3 +764,33 @@ def test_palette_descriptions_word_filter_and_plain_messages(page: Any) -> None:
     words = page.get_by_role("dialog").inner_text()
     assert "1 problem to fix" in words and "errors" not in words
     page.keyboard.press("Escape")
+
+
+def test_the_run_form_follows_the_input_schema(page: Any, library: Path) -> None:
+    page.get_by_role("button", name="ticket-escalation", exact=True).click()
+    form = page.get_by_role("group", name="Run inputs")
+    form.wait_for()
+    labels = form.locator("label").all_inner_texts()
+    assert {"ticket_id (required)", "priority (required)", "summary (required)",
+            "category"} <= set(labels)
+    priority = page.get_by_label("priority (required)", exact=True)
+    assert priority.locator("option").all_inner_texts() == ["choose…", "urgent", "high",
+                                                            "normal", "low"]
+    assert page.get_by_label("reasons", exact=True).evaluate("e => e.tagName") == "TEXTAREA"
+    page.get_by_role("button", name="Plan").click()
+    problem = page.get_by_role("alert").filter(has_text="Please fill in")
+    assert problem.inner_text() == "Please fill in ticket_id, priority, summary (required)."
+
+    # a file input offers the library's samples; a step's `if` on a step output is decided
+    # when the run gets there
+    page.get_by_role("button", name="Library", exact=True).click()
+    page.get_by_role("button", name="invoice-to-ledger", exact=True).click()
+    page.get_by_test_id("node-inputs.ledger_path").wait_for()
+    page.get_by_label("A sample file for pdf_path", exact=True).select_option(label="invoice.pdf")
+    assert page.get_by_label("approval_limit", exact=True).get_attribute("type") == "number"
+    page.get_by_label("ledger_path (required)", exact=True).fill(str(library / "ledger.csv"))
+    page.get_by_role("button", name="Plan").click()
+    later = page.get_by_test_id("plan-later")
+    later.wait_for(timeout=120_000)
+    assert "book: runs or not depending on check" in later.inner_text()
+    assert "writes files" in page.get_by_test_id("plan-effects").inner_text()

@@ -10,6 +10,10 @@
    against the ideal 200 ms.
 4. Injected tokens for sample requests on the bundled library against the tokens of all its
    skill bodies (what stuffing every skill into the prompt would cost).
+5. The sandbox (bubblewrap): the wall time of one step of a real skill process (a Python
+   entrypoint, and a shell command), in the sandbox and without it, interleaved in the same run,
+   p50 and p95; then 8 independent sandboxed steps that each sleep 200 ms, concurrency 8,
+   against the ideal 200 ms (the same without the sandbox beside it).
 """
 
 from __future__ import annotations
@@ -85,6 +89,82 @@ def parallel(n: int = 8, seconds: float = 0.2) -> float:
     return statistics.median(walls)
 
 
+def _process_skills(root: Path) -> dict[str, Skill]:
+    """Real skills on disk: a Python no-op, a shell no-op, and a Python nap of ``seconds``."""
+    from skillgrove.skills import load_skill
+
+    texts = {
+        "py-noop": ("entrypoint: {python: main.py:run}", "main.py", "def run():\n    return {}\n"),
+        "sh-noop": ("entrypoint: {command: [sh, run.sh]}", "run.sh", "cat >/dev/null; echo '{}'\n"),
+        "py-nap": ("entrypoint: {python: main.py:run}\ninputs: {properties: {seconds: "
+                   "{type: number}}}", "main.py",
+                   "import time\ndef run(seconds):\n    time.sleep(seconds)\n    return {}\n"),
+    }
+    skills = {}
+    for name, (front, file, code) in texts.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {name}\n{front}\n"
+                                         "---\nbench\n")
+        (folder / file).write_text(code)
+        loaded = load_skill(folder / "SKILL.md", root)
+        assert loaded.skill is not None, [d.format() for d in loaded.diagnostics]
+        skills[name] = loaded.skill
+    return skills
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def sandbox_cost(repeats: int = 40) -> None:
+    import tempfile
+
+    from skillgrove.runtime import sandbox
+    from skillgrove.runtime.executors import Cancel, SubprocessExecutor
+
+    why = sandbox.problem()
+    if why is not None:
+        print(f"\nsandbox: not measured: {why}")
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        skills = _process_skills(Path(folder))
+        executors = {"sandbox": SubprocessExecutor(sandbox=True),
+                     "no sandbox": SubprocessExecutor(sandbox=False)}
+        print(f"\nsandbox start cost, one step of a real skill process ({repeats} runs each, "
+              "interleaved):")
+        for name in ("py-noop", "sh-noop"):
+            times: dict[str, list[float]] = {how: [] for how in executors}
+            for _ in range(repeats):
+                for how, executor in executors.items():
+                    started = time.perf_counter()
+                    result = executor.execute(skills[name], {}, timeout=60, cancel=Cancel())
+                    times[how].append(time.perf_counter() - started)
+                    assert result.ok, result.error
+            p = {how: (_percentile(t, 0.5) * 1000, _percentile(t, 0.95) * 1000)
+                 for how, t in times.items()}
+            print(f"  {name:<8} sandbox p50 {p['sandbox'][0]:.1f} ms, p95 {p['sandbox'][1]:.1f} ms"
+                  f"; no sandbox p50 {p['no sandbox'][0]:.1f} ms, p95 {p['no sandbox'][1]:.1f} ms"
+                  f"; the sandbox adds {p['sandbox'][0] - p['no sandbox'][0]:+.1f} ms at p50")
+        body = "".join(f"  - id: s{i}\n    skill: py-nap\n    with: {{seconds: 0.2}}\n"
+                       for i in range(8))
+        load = load_group_text(f"id: fan\ndescription: d\nexamples: [e]\nsteps:\n{body}",
+                               Path("fan.yaml"))
+        assert load.group is not None
+        for how, executor in executors.items():
+            runner = Runner({"fan": load.group}, skills, executor,
+                            options=RunOptions(max_concurrency=8))
+            walls = []
+            for _ in range(5):
+                started = time.perf_counter()
+                assert runner.run("fan").status == "success"
+                walls.append(time.perf_counter() - started)
+            wall = statistics.median(walls)
+            print(f"  8 parallel 200 ms Python steps, {how}: {wall * 1000:.0f} ms "
+                  f"(median of 5; ideal 200 ms; {0.2 / wall:.0%} of ideal)")
+
+
 def injection() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from skillgrove.graph import EmbeddedStore, Retriever, index_library
@@ -137,4 +217,5 @@ if __name__ == "__main__":
     wall = parallel()
     print(f"parallel efficiency: 8 independent 200 ms steps took {wall * 1000:.0f} ms "
           f"(ideal 200 ms; efficiency {0.2 / wall:.0%})")
+    sandbox_cost()
     injection()

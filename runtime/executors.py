@@ -176,9 +176,12 @@ def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None, *,
     does not load; see :mod:`skillgrove.skills.secrets`), plus a minimal base. In the sandbox
     ``HOME`` and ``TMPDIR`` are its private ones and ``PATH`` is the engine's.
 
-    ``pycache``: where Python compiles the skill's modules, a folder that is this execution's
-    alone (bytecode found anywhere else, a ``__pycache__`` beside the source included, is never
-    read)."""
+    ``pycache``: where Python compiles, a folder that is this execution's alone (bytecode found
+    anywhere else, a ``__pycache__`` beside the source included, is never read). In the sandbox
+    there is none: the Python installation is read-only there (its own bytecode, written by
+    whoever installed it, is used as it is), and every ``__pycache__`` of the skill's folder is
+    covered by an empty tmpfs of this execution (see :meth:`SubprocessExecutor.mounts`).
+    """
     source = os.environ if environ is None else environ
     base = [n for n in _BASE_ENV if not (sandboxed and n in ("HOME", "TMPDIR"))]
     names = base + list(skill.requires.env)
@@ -193,7 +196,9 @@ def skill_environment(skill: Skill, environ: Mapping[str, str] | None = None, *,
         env["TMPDIR"] = sandbox_module.SANDBOX_TMP
     env["PYTHONIOENCODING"] = "utf-8"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = pycache or (sandbox_module.PYCACHE if sandboxed else _NO_PYCACHE)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if not sandboxed:
+        env["PYTHONPYCACHEPREFIX"] = pycache or _NO_PYCACHE
     return env
 
 
@@ -203,8 +208,8 @@ _NO_PYCACHE = "/nonexistent/skillgrove-pycache"
 
 @contextlib.contextmanager
 def _private_pycache(sandboxed: bool) -> Iterator[str | None]:
-    """A bytecode cache for one execution, deleted afterwards. In the sandbox it is a folder of
-    the private ``/tmp`` (None here: it goes with the sandbox); outside, a fresh folder."""
+    """A bytecode cache for one execution, deleted afterwards: a fresh folder (None in the
+    sandbox, where the skill's ``__pycache__`` folders are covered by tmpfs instead)."""
     if sandboxed:
         yield None
         return
@@ -213,6 +218,17 @@ def _private_pycache(sandboxed: bool) -> Iterator[str | None]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _bytecode_folders(skill: Skill) -> tuple[Path, ...]:
+    """The ``__pycache__`` folders in the skill's folder (links not followed): the sandbox covers
+    each with an empty tmpfs, so the skill compiles into a cache of this execution only and no
+    bytecode that came with the library (or that anything else left there) is ever run."""
+    found = []
+    for folder, subfolders, _ in os.walk(skill.folder):
+        if "__pycache__" in subfolders:
+            found.append(Path(folder) / "__pycache__")
+    return tuple(found)
 
 
 def _outbox_made(skill: Skill, env: Mapping[str, str]) -> Path | None:
@@ -496,7 +512,7 @@ class SubprocessExecutor:
                                      network=bool(sandbox_module.NETWORK_EFFECTS
                                                   & set(skill.effects)),
                                      refused=tuple(refused),
-                                     masked=self.protected.masked)
+                                     masked=self.protected.masked + _bytecode_folders(skill))
 
     def _sandboxed(self, argv: list[str], skill: Skill, inputs: Mapping[str, Any],
                    workspace: Workspace | None, env: Mapping[str, str]) -> list[str]:

@@ -47,8 +47,6 @@ OPT_OUT = "run with --no-sandbox (or SKILLGROVE_SANDBOX=off) for a library you t
 SANDBOX_HOME = "/tmp/home"
 """The skill's ``HOME``: a folder of its private ``/tmp``, thrown away with the sandbox."""
 SANDBOX_TMP = "/tmp"
-PYCACHE = "/tmp/pycache"
-"""Where Python compiles inside the sandbox: fresh for each execution, gone after it."""
 
 # Top-level system folders: each is bound read-only (or recreated as the link it is).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -249,8 +247,8 @@ def input_mounts(paths: Iterable[str], *, writes_files: bool, run_dir: Path | No
     """The binds for the paths a step's inputs name (``format: path``), as
     ``(read_only, writable, refused)``:
 
-    - an existing file: read-only; writable for a skill that declares ``writes-files`` or
-      ``deletes-files``;
+    - an existing file: read-only; for a skill that declares ``writes-files`` or
+      ``deletes-files``, its folder writable (so that the file can be replaced);
     - an existing folder: writable (it is where the step was asked to work);
     - a path that does not exist yet: the nearest folder above it that exists, writable (where
       the step was asked to put something new).
@@ -268,6 +266,16 @@ def input_mounts(paths: Iterable[str], *, writes_files: bool, run_dir: Path | No
         dest = Path(os.path.normpath(text))
         while not os.path.lexists(dest) and dest != dest.parent:
             dest = dest.parent  # what is to be made goes into the nearest folder that exists
+        if writes_files and os.path.isfile(dest) and not os.path.islink(dest):
+            # A file it may write: its folder, so that it can be replaced (written to a
+            # temporary name, then renamed), which a file mounted on its own cannot be.
+            folder = dest.parent
+            where = Path(os.path.realpath(folder))
+            if protected.why_not(where, write=True) is None \
+                    and protected.why_not(folder, write=True) is None:
+                if not (run_dir is not None and inside(where, run_dir)):
+                    write.append((where, folder))
+                continue
         source = Path(os.path.realpath(dest))
         if run_dir is not None and inside(source, run_dir) and inside(dest, run_dir):
             continue  # the run folder is mounted already

@@ -47,7 +47,7 @@ def library(tmp_path: Path) -> Path:
         inputs:
           properties:
             seconds: {type: number}
-            pid_file: {type: string}
+            pid_file: {type: string, format: path}
         outputs:
           properties:
             pid: {type: integer}
@@ -149,6 +149,7 @@ def test_a_signal_cancels_the_run_kills_the_skill_and_resume_completes_it(
     assert [s["status"] for s in record["steps"]] == ["success", "cancelled"]
     assert f"--resume {run_id}" in err
 
+    pid_file.unlink()  # a file that exists is mounted read-only for a skill without writes-files
     resumed = skillgrove("run", "sleepy", "--library", str(library), "--index", index,
                          "--resume", run_id, "--input", "seconds=0")
     assert resumed.returncode == 0, resumed.stderr

@@ -389,8 +389,8 @@ def test_a_bytecode_plant_in_one_step_does_not_change_another(tmp_path: Path,
                                          "mtime": source.st_mtime, "size": source.st_size},
                                timeout=60, cancel=Cancel())
     assert planted.ok, planted.error
-    assert planted.outputs["prefix"], "each execution compiles into a cache of its own"
     if not sandboxed:  # outside the sandbox the folder is writable: the plant lands
+        assert planted.outputs["prefix"], "each execution compiles into a cache of its own"
         assert planted.outputs["written"]
         assert not Path(planted.outputs["prefix"]).exists(), "the cache is deleted afterwards"
     again = executor.execute(victim, {}, timeout=60, cancel=Cancel())
@@ -492,3 +492,41 @@ def test_no_input_makes_the_system_writable(tmp_path: Path, target: str) -> None
     assert result.ok, result.error
     assert result.outputs["wrote"][folder].startswith("denied"), result.outputs
     assert not os.path.exists(os.path.join(folder, "planted.txt"))
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox", "no-sandbox"])
+def test_bytecode_beside_the_source_is_never_run(tmp_path: Path, sandboxed: bool) -> None:
+    import importlib.util
+    import marshal
+
+    where = write_skill(tmp_path / "lib", "victim", """
+        ---
+        name: victim
+        description: Says who it is.
+        entrypoint: {python: main.py:run}
+        ---
+        b
+        """)
+    source = where.parent / "main.py"
+    source.write_text(VICTIM)
+    # Bytecode shipped with the library (or left by anything else) that Python would take for
+    # main.py: its header carries the source's mtime and size.
+    st = source.stat()
+    code = compile("def run():\n    return {'who': 'planted'}\n", str(source), "exec")
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.parent.mkdir()
+    cached.write_bytes(importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+                       + int(st.st_mtime).to_bytes(4, "little")
+                       + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+    # The control: plain Python runs the planted bytecode.
+    control = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]);"
+                              " import main; print(main.run()['who'])", str(where.parent)],
+                             capture_output=True, text=True, timeout=60,
+                             env={k: v for k, v in os.environ.items()
+                                  if not k.startswith("PYTHON")})
+    assert control.stdout.strip() == "planted", control.stderr
+    skill = load_skill(where, tmp_path / "lib").skill
+    assert skill is not None
+    for _ in range(2):
+        result = execute(skill, {}, sandboxed=sandboxed)
+        assert result.ok and result.outputs == {"who": "victim"}, result.error

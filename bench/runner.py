@@ -99,6 +99,8 @@ def _process_skills(root: Path) -> dict[str, Skill]:
         "py-nap": ("entrypoint: {python: main.py:run}\ninputs: {properties: {seconds: "
                    "{type: number}}}", "main.py",
                    "import time\ndef run(seconds):\n    time.sleep(seconds)\n    return {}\n"),
+        "sh-nap": ("entrypoint: {command: [sh, run.sh]}\ninputs: {properties: {seconds: "
+                   "{type: number}}}", "run.sh", "cat >/dev/null; sleep 0.2; echo '{}'\n"),
     }
     skills = {}
     for name, (front, file, code) in texts.items():
@@ -147,22 +149,25 @@ def sandbox_cost(repeats: int = 40) -> None:
             print(f"  {name:<8} sandbox p50 {p['sandbox'][0]:.1f} ms, p95 {p['sandbox'][1]:.1f} ms"
                   f"; no sandbox p50 {p['no sandbox'][0]:.1f} ms, p95 {p['no sandbox'][1]:.1f} ms"
                   f"; the sandbox adds {p['sandbox'][0] - p['no sandbox'][0]:+.1f} ms at p50")
-        body = "".join(f"  - id: s{i}\n    skill: py-nap\n    with: {{seconds: 0.2}}\n"
-                       for i in range(8))
-        load = load_group_text(f"id: fan\ndescription: d\nexamples: [e]\nsteps:\n{body}",
-                               Path("fan.yaml"))
-        assert load.group is not None
-        for how, executor in executors.items():
-            runner = Runner({"fan": load.group}, skills, executor,
-                            options=RunOptions(max_concurrency=8))
-            walls = []
-            for _ in range(5):
-                started = time.perf_counter()
-                assert runner.run("fan").status == "success"
-                walls.append(time.perf_counter() - started)
-            wall = statistics.median(walls)
-            print(f"  8 parallel 200 ms Python steps, {how}: {wall * 1000:.0f} ms "
-                  f"(median of 5; ideal 200 ms; {0.2 / wall:.0%} of ideal)")
+        for skill, kind in (("py-nap", "Python"), ("sh-nap", "shell")):
+            body = "".join(f"  - id: s{i}\n    skill: {skill}\n    with: {{seconds: 0.2}}\n"
+                           for i in range(8))
+            load = load_group_text(f"id: fan\ndescription: d\nexamples: [e]\nsteps:\n{body}",
+                                   Path("fan.yaml"))
+            assert load.group is not None
+            for how, executor in executors.items():
+                runner = Runner({"fan": load.group}, skills, executor,
+                                options=RunOptions(max_concurrency=8))
+                walls = []
+                for _ in range(5):
+                    started = time.perf_counter()
+                    assert runner.run("fan").status == "success"
+                    walls.append(time.perf_counter() - started)
+                wall = statistics.median(walls)
+                print(f"  8 parallel 200 ms {kind} steps, {how}: {wall * 1000:.0f} ms "
+                      f"(median of 5; ideal 200 ms; {0.2 / wall:.0%} of ideal)")
+        print(f"  (load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+              "cores)")
 
 
 def injection() -> None:

@@ -630,6 +630,14 @@ def test_undo_and_redo_every_edit_and_a_warning_before_leaving(page: Any) -> Non
     page.get_by_test_id("node-figures").wait_for(state="detached")
     undo.click()
     page.get_by_test_id("node-figures").wait_for()
+    # the Delete key on a chosen node removes it too, and Ctrl+Z brings it back
+    select_step(page, "figures")
+    page.get_by_test_id("node-figures").locator(".step-title").focus()
+    page.keyboard.press("Delete")
+    page.get_by_test_id("node-figures").wait_for(state="detached")
+    page.locator("body").focus()
+    page.keyboard.press("Control+z")
+    page.get_by_test_id("node-figures").wait_for()
 
     # a connection made with the picker, undone with the button, redone with the keys
     select_step(page, "summarize")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skillgrove.skills import limits
+from skillgrove.skills import limits, names
 from skillgrove.skills._yaml import (
     PathKey,
     SourceMap,
@@ -625,6 +625,12 @@ def _string_field(data: Mapping[str, Any], key: str, out: _Collector,
 
 
 def _check_name(name: str, folder: Path, out: _Collector) -> None:
+    invisible = names.invisible_characters(name)
+    if invisible:
+        out.error("name-invisible", f"name {name!a} holds invisible characters: "
+                  + ", ".join(invisible), at=("name",),
+                  hint="remove them: a reader cannot see them, and they make one name pose as "
+                       "another")
     if len(name) > NAME_MAX:
         out.warn("name-too-long", f"name is {len(name)} characters; Agent Skills allows {NAME_MAX}",
                  at=("name",))
@@ -1394,8 +1400,47 @@ def discover_skills(roots: Sequence[Path], options: LoadOptions = DEFAULT_OPTION
             continue
         shadowed.append(Shadowing(skill, winner))
         diagnostics.append(_duplicate_diagnostic(skill, winner))
+    refused = _lookalike_names(active)
+    if refused:
+        # Every skill of a refused name goes, the ones it shadowed too.
+        gone = {name for name, skill in active.items() if skill.skill_file in refused}
+        loads = [SkillLoad(load.path, None, (*load.diagnostics, refused[load.skill.skill_file]))
+                 if load.skill is not None and load.skill.skill_file in refused else load
+                 for load in loads]
+        diagnostics.extend(refused.values())
+        skills = [skill for skill in skills if skill.name not in gone]
+        active = {name: skill for name, skill in active.items() if name not in gone}
+        shadowed = [s for s in shadowed if s.winner.name not in gone]
     return SkillCatalog(tuple(roots), tuple(loads), tuple(skills), active, tuple(shadowed),
                         tuple(diagnostics))
+
+
+def _lookalike_names(active: Mapping[str, Skill]) -> dict[Path, Diagnostic]:
+    """Skills whose names look like another skill's name (same :func:`names.skeleton`, another
+    spelling), each with its error. Of the names that look alike, the one kept is a name of the
+    Agent Skills form (lowercase ASCII), else a plain ASCII one, else the first loaded."""
+    by_look: dict[str, list[Skill]] = {}
+    for skill in active.values():
+        by_look.setdefault(names.skeleton(skill.name), []).append(skill)
+    refused: dict[Path, Diagnostic] = {}
+    for alike in by_look.values():
+        if len(alike) < 2:
+            continue
+        order = {id(skill): index for index, skill in enumerate(alike)}
+        kept = min(alike, key=lambda s: (not NAME_PATTERN.match(s.name),
+                                         not names.is_plain(s.name), order[id(s)]))
+        for skill in alike:
+            if skill is kept:
+                continue
+            why = names.describe_difference(skill.name, kept.name)
+            refused[skill.skill_file] = Diagnostic(
+                Severity.ERROR, "name-lookalike",
+                f"skill name {skill.name!a} looks like {kept.name!a} "
+                f"({kept.skill_file}); they differ only in {why}",
+                skill.skill_file, None, None,
+                f"rename it, or remove one of the two: only {kept.name!a} is loaded",
+                skill.name)
+    return refused
 
 
 def _below(path: Path, root: Path) -> Path:

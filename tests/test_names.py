@@ -1,0 +1,96 @@
+"""Names that pose as other names (issue #26): a skill whose name looks like another's is an
+error naming both, whatever the trick: another script's letter, an invisible character, a
+bidi control, another normalisation form, another letter case, full-width forms."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from skillgrove.skills import discover_skills
+from skillgrove.skills.names import skeleton
+from tests.helpers import write_skill
+
+REAL = "send-email"
+
+LOOKALIKES = [
+    pytest.param("s\u0435nd-email", "U+0435 CYRILLIC SMALL LETTER IE", id="cyrillic-e"),
+    pytest.param("send-\u0435mail", "U+0435 CYRILLIC SMALL LETTER IE", id="cyrillic-e-later"),
+    pytest.param("\u0455end-email", "U+0455 CYRILLIC SMALL LETTER DZE", id="cyrillic-dze"),
+    pytest.param("send-em\u0430il", "U+0430 CYRILLIC SMALL LETTER A", id="cyrillic-a"),
+    pytest.param("\uff53end-email", "U+FF53 FULLWIDTH LATIN SMALL LETTER S", id="fullwidth"),
+    pytest.param("Send-Email", "letter case", id="case"),
+    pytest.param("SEND-EMAIL", "letter case", id="upper"),
+]
+
+
+def folder_name(name: str) -> str:
+    return "x" + name.encode("unicode_escape").decode().replace("\\", "_")
+
+
+def library(tmp_path: Path, names: list[str]) -> Path:
+    for name in names:
+        write_skill(tmp_path, folder_name(name), f"""
+            ---
+            name: "{name.encode('unicode_escape').decode()}"
+            description: Sends the mail.
+            ---
+            Body.
+            """)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("fake", "why"), LOOKALIKES)
+@pytest.mark.parametrize("order", ["real-first", "fake-first"])
+def test_a_lookalike_name_is_an_error_naming_both(tmp_path: Path, fake: str, why: str,
+                                                  order: str) -> None:
+    names = [REAL, fake] if order == "real-first" else [fake, REAL]
+    catalog = discover_skills([library(tmp_path, names)])
+    assert set(catalog.active) == {REAL}, "the real name is kept, whichever loads first"
+    errors = [d for d in catalog.diagnostics if d.rule == "name-lookalike"]
+    assert len(errors) == 1, [d.format() for d in catalog.diagnostics]
+    message = errors[0].message
+    assert ascii(fake) in message and ascii(REAL) in message
+    assert str(tmp_path / folder_name(REAL) / "SKILL.md") in message
+    assert errors[0].path == tmp_path / folder_name(fake) / "SKILL.md"
+    assert why in message
+    assert all(s.name == REAL for s in catalog.skills)
+
+
+def test_every_table_entry_is_a_lookalike() -> None:
+    for param in LOOKALIKES:
+        fake = param.values[0]
+        assert isinstance(fake, str) and skeleton(fake) == skeleton(REAL), fake
+
+
+@pytest.mark.parametrize("name", ["send\u200b-email", "send-email\u200d", "\u202esend-email",
+                                  "send\u2066-email", "\ufeffsend-email", "send\u00ad-email"],
+                         ids=["zwsp", "zwj", "rlo", "lri", "bom", "soft-hyphen"])
+def test_a_name_with_invisible_characters_is_rejected_alone(tmp_path: Path, name: str) -> None:
+    catalog = discover_skills([library(tmp_path, [name])])
+    assert catalog.active == {}
+    rejected = catalog.rejected[0]
+    assert "name-invisible" in rejected.rejected_by
+    message = next(d for d in rejected.diagnostics if d.rule == "name-invisible").format()
+    assert "U+" in message and ascii(name) in message
+    assert not any(ch in message for ch in name if unicodedata.category(ch) == "Cf")
+
+
+def test_nfc_and_nfd_spellings_are_one_name_too(tmp_path: Path) -> None:
+    nfc = unicodedata.normalize("NFC", "caf\u00e9-report")
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert nfc != nfd
+    catalog = discover_skills([library(tmp_path, [nfc, nfd])])
+    assert list(catalog.active) == [nfc]
+    errors = [d for d in catalog.diagnostics if d.rule == "name-lookalike"]
+    assert len(errors) == 1
+    assert "U+0301 COMBINING ACUTE ACCENT" in errors[0].message
+
+
+def test_different_names_stay(tmp_path: Path) -> None:
+    names = ["send-email", "send-emails", "scan-1", "scan-l", "daily-report", "report-daily"]
+    catalog = discover_skills([library(tmp_path, names)])
+    assert sorted(catalog.active) == sorted(names)
+    assert not [d for d in catalog.diagnostics if d.rule == "name-lookalike"]

@@ -22,7 +22,7 @@ from skillgrove.groups.loader import GroupLoad, load_group_file
 from skillgrove.groups.lock import lock_diagnostics
 from skillgrove.groups.model import Group
 from skillgrove.groups.validate import MISPLACED_INPUT, validate_group
-from skillgrove.skills import limits
+from skillgrove.skills import limits, names
 from skillgrove.skills.diagnostics import Diagnostic, Severity, sort_key
 from skillgrove.skills.errors import LibraryError
 from skillgrove.skills.loader import (
@@ -119,6 +119,29 @@ def is_group_file(path: Path, root: Path) -> bool:
         path.suffix.lower() in GROUP_SUFFIXES and "groups" in inside)
 
 
+def _group_id_problem(group: Group, groups: Mapping[str, Group],
+                      looks: Mapping[str, str]) -> Diagnostic | None:
+    """An id with invisible characters, or one that looks like an earlier group's id (see
+    :mod:`skillgrove.skills.names`): an error naming both; the group is not loaded."""
+    where = group.source.value_at(("id",))
+    invisible = names.invisible_characters(group.id)
+    if invisible:
+        return Diagnostic(Severity.ERROR, "name-invisible",
+                          f"group id {group.id!a} holds invisible characters: "
+                          + ", ".join(invisible), group.path, *where,
+                          hint="remove them: they make one id pose as another",
+                          subject=group.id)
+    twin = looks.get(names.skeleton(group.id))
+    if twin is not None and twin != group.id:
+        return Diagnostic(Severity.ERROR, "name-lookalike",
+                          f"group id {group.id!a} looks like {twin!a} "
+                          f"({groups[twin].path}); they differ only in "
+                          f"{names.describe_difference(group.id, twin)}",
+                          group.path, *where, hint="give it an id of its own",
+                          subject=group.id)
+    return None
+
+
 def find_group_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root] if root.suffix.lower() in GROUP_SUFFIXES else []
@@ -190,14 +213,27 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
     files: list[tuple[Path, Path]] = [(f, f.parent) for f in named_files if f.exists()]
     if not named_files:
         files = [(f, root) for root in roots for f in find_group_files(root)]
+        # The rule of skill folders: a link is never followed (it could lead anywhere).
+        linked = [(f, root) for f, root in files if os.path.islink(f)]
+        for f, _ in linked:
+            diagnostics.append(Diagnostic(
+                Severity.ERROR, "symlink", f"{f.name} is a symbolic link (to "
+                f"{os.readlink(f)}); links in a library are not followed", f,
+                hint="copy the group file into the library instead"))
+        files = [item for item in files if item not in linked]
     loads = [load_group_file(f) for f, _ in files]
     if not named_files:
         diagnostics.extend(_unread_group_files(roots, {f for f, _ in files}))
     groups: dict[str, Group] = {}
     origin: dict[str, Path] = {}
+    looks: dict[str, str] = {}
     for load, (_, root) in zip(loads, files, strict=True):
         group = load.group
         if group is None:
+            continue
+        problem = _group_id_problem(group, groups, looks)
+        if problem is not None:
+            diagnostics.append(problem)
             continue
         if group.id in groups:
             first = groups[group.id]
@@ -212,6 +248,7 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
             continue
         groups[group.id] = group
         origin[group.id] = root
+        looks.setdefault(names.skeleton(group.id), group.id)
 
     valid: dict[str, Group] = {}
     drafts: dict[str, Group] = {}

@@ -94,3 +94,53 @@ def test_different_names_stay(tmp_path: Path) -> None:
     catalog = discover_skills([library(tmp_path, names)])
     assert sorted(catalog.active) == sorted(names)
     assert not [d for d in catalog.diagnostics if d.rule == "name-lookalike"]
+
+
+GROUP = """
+id: "{gid}"
+description: Mail the report.
+examples: [mail the report]
+steps:
+  - {{id: mail, skill: mailer}}
+"""
+
+
+def group_library(tmp_path: Path, ids: list[str]) -> Path:
+    write_skill(tmp_path, "mailer", """
+        ---
+        name: mailer
+        description: Mails.
+        ---
+        Body.
+        """)
+    (tmp_path / "groups").mkdir()
+    for index, gid in enumerate(ids):
+        (tmp_path / "groups" / f"g{index}.yaml").write_text(
+            GROUP.format(gid=gid.encode("unicode_escape").decode()), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("fake", ["d\u0430ily-report", "Daily-Report", "daily\u200b-report",
+                                  "\uff44aily-report"],
+                         ids=["cyrillic-a", "case", "zwsp", "fullwidth"])
+def test_a_group_id_that_looks_like_another_is_an_error(tmp_path: Path, fake: str) -> None:
+    from skillgrove.groups import load_library
+
+    library = load_library([group_library(tmp_path, ["daily-report", fake])])
+    assert set(library.groups) == {"daily-report"}
+    found = [d for d in library.diagnostics if d.rule in ("name-lookalike", "name-invisible")]
+    assert len(found) == 1 and found[0].is_error, [d.format() for d in library.diagnostics]
+    assert ascii(fake) in found[0].message
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "symlink"), reason="symlinks")
+def test_a_group_file_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    from skillgrove.groups import load_library
+
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(GROUP.format(gid="sneaky"), encoding="utf-8")
+    lib = group_library(tmp_path / "lib", [])
+    (lib / "groups" / "sneaky.yaml").symlink_to(outside)
+    library = load_library([lib])
+    assert "sneaky" not in library.groups
+    assert any(d.rule == "symlink" and d.is_error for d in library.diagnostics)

@@ -645,7 +645,13 @@ class Skillgrove:
         listed = {f.path for f in _skill_files(found)}
         if file not in listed:
             raise NotFoundError.named("file", file, sorted(listed), f"in skill '{found.name}'")
-        return (found.folder / file).read_bytes()
+        from skillgrove.skills.loader import UnreadableFile, read_own_file
+
+        try:  # checked again as it is read: a regular file with one link, inside the folder
+            return read_own_file(found.folder, file, MAX_SKILL_FILE_BYTES)
+        except (UnreadableFile, OSError) as exc:
+            raise InvalidRequestError("file", f"'{file}' of skill '{found.name}' is not served: "
+                                      f"{exc}") from None
 
     def group(self, group_id: str) -> Group:
         library = self.library
@@ -1159,6 +1165,8 @@ def _skill_files(skill: Skill) -> list[SkillFile]:
             full = here / name
             if name.startswith(".") or full.is_symlink() or not full.is_file():
                 continue
+            if full.stat().st_nlink != 1:
+                continue  # another name of a file elsewhere: never listed nor served
             size = full.stat().st_size
             if size > MAX_SKILL_FILE_BYTES:
                 continue

@@ -398,6 +398,35 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
+def read_own_file(folder: Path, relative: str, max_bytes: int) -> bytes:
+    """The bytes of ``folder/relative`` if it is a regular file with a single link, reached
+    through no link, and inside ``folder``; else :class:`UnreadableFile`. For files served or
+    run from a skill folder, checked again when they are read (the folder may have changed
+    since it was loaded)."""
+    path = folder / relative
+    real_folder = os.path.realpath(folder)
+    if os.path.realpath(path) != os.path.join(real_folder, *Path(relative).parts) \
+            or not os.path.realpath(path).startswith(real_folder + os.sep):
+        raise UnreadableFile("symlink", f"{relative} is reached through a link or leaves the "
+                             "folder; it was not read", "replace the link with the file itself")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile("not-a-regular-file", f"{relative} is not a regular file; it "
+                                 "was not read", "replace it with an ordinary file")
+        if info.st_nlink != 1:
+            raise UnreadableFile("hard-link", f"{relative} has {info.st_nlink} links; it was "
+                                 "not read", "replace it with a copy of its own")
+        if info.st_size > max_bytes:
+            raise UnreadableFile("file-too-large", f"{relative} is {info.st_size:,} bytes, over "
+                                 f"the {max_bytes:,} limit")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+
+
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else
     :class:`UnreadableFile`.
@@ -523,6 +552,12 @@ def _scan(text: str, skill_file: Path, folder: Path, options: LoadOptions,
                                     "symbolic link; links in a skill folder are not followed, "
                                     "so the skill is not loaded", link, None, None,
                                     "replace the link with the file itself", out.subject))
+    for linked in files.hard_links:
+        out.items.append(Diagnostic(Severity.ERROR, "hard-link",
+                                    f"{_relative(linked, folder)} has more than one link: it may "
+                                    "be a file of another place, so the skill is not loaded",
+                                    linked, None, None,
+                                    "replace it with a copy of its own", out.subject))
     for odd in files.special:
         out.items.append(Diagnostic(Severity.ERROR, "not-a-regular-file",
                                     f"{_relative(odd, folder)} is not a regular file (a pipe, "

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import contextlib
 import functools
 import heapq
 import os
@@ -1037,6 +1038,9 @@ class SkillFiles:
     binary: tuple[Path, ...] = ()
     """Files of binary data (images, fonts): allowed, but not scanned, so nothing may run them.
     Filled in by the loader once it has read the files."""
+    hard_links: tuple[Path, ...] = ()
+    """Regular files (SKILL.md included) with more than one link: each may be the very file
+    of another place (a key, a config), so the skill is rejected."""
 
     @functools.cached_property
     def scanned(self) -> frozenset[Path]:
@@ -1062,6 +1066,7 @@ def skill_files(folder: Path, max_entries: int = FOLDER_MAX_ENTRIES) -> SkillFil
     links: list[Path] = []
     special: list[Path] = []
     nested: list[Path] = []
+    hard: list[Path] = []
     stack = [folder]
     seen = 0
     while stack:
@@ -1074,7 +1079,7 @@ def skill_files(folder: Path, max_entries: int = FOLDER_MAX_ENTRIES) -> SkillFil
         seen += len(entries)
         if seen > max_entries:
             return SkillFiles(folder, tuple(files), tuple(dirs), tuple(links), tuple(special),
-                              tuple(nested), truncated=True)
+                              tuple(nested), truncated=True, hard_links=tuple(hard))
         below: list[Path] = []
         for entry in entries:
             path = Path(entry.path)
@@ -1093,11 +1098,14 @@ def skill_files(folder: Path, max_entries: int = FOLDER_MAX_ENTRIES) -> SkillFil
             elif stat.S_ISREG(mode):
                 if not (current == folder and entry.name == "SKILL.md"):
                     files.append(path)
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_nlink > 1:
+                        hard.append(path)
             else:
                 special.append(path)
         stack.extend(reversed(below))
     return SkillFiles(folder, tuple(files), tuple(dirs), tuple(links), tuple(special),
-                      tuple(nested))
+                      tuple(nested), hard_links=tuple(hard))
 
 
 def companion_files(folder: Path, nested_skill_dirs: Iterable[Path] = ()) -> list[Path]:

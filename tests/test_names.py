@@ -144,3 +144,61 @@ def test_a_group_file_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
     library = load_library([lib])
     assert "sneaky" not in library.groups
     assert any(d.rule == "symlink" and d.is_error for d in library.diagnostics)
+
+
+# ------------------------------------------------------------------- files served or run
+
+def test_a_hard_link_in_a_skill_folder_rejects_the_skill(tmp_path: Path) -> None:
+    import os
+
+    from skillgrove.skills import load_skill
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside the library")
+    where = write_skill(tmp_path / "lib", "linker", """
+        ---
+        name: linker
+        description: Holds another name of an outside file.
+        ---
+        Body.
+        """)
+    os.link(secret, where.parent / "notes.txt")
+    loaded = load_skill(where, tmp_path / "lib")
+    assert loaded.skill is None and "hard-link" in loaded.rejected_by
+    # SKILL.md itself, linked from outside
+    where2 = tmp_path / "lib2" / "linked"
+    where2.mkdir(parents=True)
+    outside_md = tmp_path / "outside.md"
+    outside_md.write_text("---\nname: linked\ndescription: d\n---\nb\n")
+    os.link(outside_md, where2 / "SKILL.md")
+    loaded2 = load_skill(where2 / "SKILL.md", tmp_path / "lib2")
+    assert loaded2.skill is None and "hard-link" in loaded2.rejected_by
+
+
+def test_a_file_swapped_for_a_link_after_loading_is_not_served(tmp_path: Path) -> None:
+    import os
+
+    from skillgrove import Skillgrove
+    from skillgrove.runtime.errors import EngineError
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside the library")
+    where = write_skill(tmp_path / "lib", "notes", """
+        ---
+        name: notes
+        description: Has notes.
+        ---
+        Body.
+        """)
+    notes = where.parent / "notes.txt"
+    notes.write_text("the notes")
+    engine = Skillgrove([tmp_path / "lib"], index=tmp_path / "index", auto_refresh=False)
+    assert engine.skill_file("notes", "notes.txt") == b"the notes"
+    notes.unlink()
+    os.link(secret, notes)
+    with pytest.raises(EngineError):  # not listed, and not read even if asked for
+        engine.skill_file("notes", "notes.txt")
+    notes.unlink()
+    notes.symlink_to(secret)
+    with pytest.raises(EngineError):
+        engine.skill_file("notes", "notes.txt")

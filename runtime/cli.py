@@ -498,6 +498,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
                             "same_root": sh.same_root} for sh in library.catalog.shadowed],
             "diagnostics": [d.to_dict() for d in library.diagnostics
                             if not (args.quiet and d.severity is not Severity.ERROR)],
+            "sandbox": _sandbox_report(library),
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 1 if library.errors else 0
@@ -506,6 +507,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         if args.quiet and diagnostic.severity is not Severity.ERROR:
             continue
         out.write(style.diagnostic(diagnostic.format()) + "\n")
+    if not args.quiet:
+        _print_sandbox(library, out)
     rejected = ", ".join(f"{rule} {n}" for rule, n in summary["rejected_by_rule"].items())
     errors = plural(summary["errors"], "error")
     warnings = plural(summary["warnings"], "warning")
@@ -519,6 +522,34 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         + (style.error(errors) if summary["errors"] else errors) + ", "
         + (style.warning(warnings) if summary["warnings"] else warnings) + "\n")
     return 1 if library.errors else 0
+
+
+def _sandbox_report(library: Any) -> dict[str, Any]:
+    """What the sandbox lets each skill that runs as a process reach (``check --json``)."""
+    from skillgrove.runtime import sandbox
+
+    problem = sandbox.problem() if sandbox.sandbox_wanted() else None
+    return {"on": sandbox.sandbox_wanted(), "problem": problem,
+            "skills": {skill.name: sandbox.allowances(skill)
+                       for skill in library.catalog.active.values()
+                       if skill.entrypoint is not None and skill.entrypoint.kind != "http"}}
+
+
+def _print_sandbox(library: Any, out: TextIO) -> None:
+    from skillgrove.runtime import sandbox
+
+    skills = [s for s in library.catalog.active.values()
+              if s.entrypoint is not None and s.entrypoint.kind != "http"]
+    if not skills:
+        return
+    if not sandbox.sandbox_wanted():
+        out.write("\nsandbox: off (SKILLGROVE_SANDBOX=off): skills run with the user's rights\n")
+    elif (problem := sandbox.problem()) is not None:
+        out.write(f"\nsandbox: {problem}\n")
+    else:
+        out.write("\n")
+    for skill in sorted(skills, key=lambda s: s.name):
+        out.write(sandbox.describe(skill, sandbox.allowances(skill)) + "\n")
 
 
 def _explicit_engine(args: argparse.Namespace) -> Skillgrove:

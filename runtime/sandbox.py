@@ -34,12 +34,17 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillgrove.skills.model import Skill
 
 SANDBOX_ENV = "SKILLGROVE_SANDBOX"
 """``off`` (or ``0``, ``no``, ``false``) runs skills without the sandbox."""
@@ -293,3 +298,92 @@ def input_mounts(paths: Iterable[str], *, writes_files: bool, run_dir: Path | No
             continue
         (write if write_it else read).append((source, dest))
     return read, write, refused
+
+
+# -- what `skillgrove check` says the sandbox allows ----------------------------------------------
+
+# Code that reaches other machines, by effect: advice only (a blocklist never proves absence);
+# the sandbox is what holds. A skill whose code matches but that declares no effect giving it
+# the network gets none when it runs.
+_INFERRED = (
+    ("sends-email", re.compile(r"\bsmtplib\b|\bSMTP(?:_SSL)?\(|\bsendmail\b")),
+    ("network", re.compile(r"\bsocket\b|\burllib\b|\brequests\b|\bhttpx\b|\bhttp\.client\b|"
+                           r"\baiohttp\b|\bcurl\b|\bwget\b|\bfetch\(|\bXMLHttpRequest\b")),
+)
+
+
+def inferred_effects(skill: Skill) -> dict[str, str]:
+    """Effects the skill's own files suggest (``sends-email`` for ``smtplib``, ``network`` for
+    sockets and HTTP clients), each with the first file and line that suggests it."""
+    found: dict[str, str] = {}
+    for path in sorted(skill.folder.rglob("*")):
+        if len(found) == len(_INFERRED):
+            break
+        if not path.is_file() or path.is_symlink() or path.name == "SKILL.md" \
+                or "__pycache__" in path.parts or path.stat().st_size > 1024 * 1024:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for effect, pattern in _INFERRED:
+            if effect in found:
+                continue
+            match = pattern.search(text)
+            if match is not None:
+                line = text.count("\n", 0, match.start()) + 1
+                found[effect] = f"{path.relative_to(skill.folder)}:{line}: {match.group()}"
+    return found
+
+
+def allowances(skill: Skill, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What the sandbox will let ``skill`` reach when it runs: the network, the environment
+    variables it is given (names only), what it may read and write, and effects its code
+    suggests but it does not declare (advice)."""
+    from skillgrove.skills.secrets import owner_listed, secret_reason
+
+    source = os.environ if environ is None else environ
+    declared = list(skill.requires.env) + list(skill.entrypoint.env if skill.entrypoint else ())
+    listed = owner_listed(source)
+    env = sorted({n for n in declared if secret_reason(n, effects=skill.effects,
+                                                        owner_listed=listed) is None})
+    network = sorted(NETWORK_EFFECTS & set(skill.effects))
+    writes_files = bool({"writes-files", "deletes-files"} & set(skill.effects))
+    paths = sorted(name for name, schema in skill.input_properties().items()
+                   if isinstance(schema, Mapping) and (schema.get("format") == "path" or (
+                       isinstance(schema.get("items"), Mapping)
+                       and schema["items"].get("format") == "path")))
+    writes = ["its step folder", "a private /tmp (and HOME in it)"]
+    if "sends-email" in skill.effects:
+        writes.append("the outbox")
+    inferred = inferred_effects(skill)
+    undeclared = {effect: where for effect, where in inferred.items()
+                  if not (effect == "network" and network) and effect not in skill.effects}
+    return {
+        "network": bool(network), "network_by": network, "env": env,
+        "reads": ["the system (read-only)", "its own folder (read-only)",
+                  "the run folder (earlier steps' files)"],
+        "writes": writes, "path_inputs": paths,
+        "path_inputs_rule": ("files read-only" + (", their folders writable" if writes_files
+                                                  else "") + "; folders and new paths writable"),
+        "undeclared_effects": undeclared,
+    }
+
+
+def describe(skill: Skill, allowed: Mapping[str, Any]) -> str:
+    """One line of ``skillgrove check``: what the sandbox lets ``skill`` reach."""
+    net = ("network: yes (" + ", ".join(allowed["network_by"]) + ")" if allowed["network"]
+           else "network: none")
+    env = "env: " + (", ".join(allowed["env"]) if allowed["env"] else "none declared")
+    files = "writes: " + ", ".join(allowed["writes"])
+    if allowed["path_inputs"]:
+        files += "; path inputs " + ", ".join(allowed["path_inputs"]) + " (" \
+            + allowed["path_inputs_rule"] + ")"
+    line = f"sandbox: {skill.name}: {net}; {env}; {files}"
+    for effect, where in allowed["undeclared_effects"].items():
+        line += (f"\n  advice: {skill.name} looks like it {_EFFECT_WORDS[effect]} ({where}) but "
+                 f"does not declare '{effect}': in the sandbox it cannot")
+    return line
+
+
+_EFFECT_WORDS = {"sends-email": "sends mail", "network": "uses the network"}

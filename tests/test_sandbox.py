@@ -530,3 +530,42 @@ def test_bytecode_beside_the_source_is_never_run(tmp_path: Path, sandboxed: bool
     for _ in range(2):
         result = execute(skill, {}, sandboxed=sandboxed)
         assert result.ok and result.outputs == {"who": "victim"}, result.error
+
+
+# ---------------------------------------------------------------------- what check reports
+
+def test_check_reports_what_the_sandbox_allows_each_skill(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from skillgrove.runtime.cli import main
+
+    lib = tmp_path / "lib"
+    quiet = write_skill(lib, "quiet-mailer", """
+        ---
+        name: quiet-mailer
+        description: Mails, but says it changes nothing.
+        effects: none
+        entrypoint: {python: main.py:run, env: [MAIL_TO]}
+        ---
+        b
+        """)
+    (quiet.parent / "main.py").write_text("import smtplib\n\ndef run():\n    return {}\n")
+    probe_skill(lib, "fetcher", effects="[network]")
+    out = StringIO()
+    assert main(["check", str(lib), "--json"], out) == 0
+    report = json.loads(out.getvalue())["sandbox"]
+    assert report["on"] is True and report["problem"] is None
+    mailer = report["skills"]["quiet-mailer"]
+    assert mailer["network"] is False and mailer["env"] == ["MAIL_TO"]
+    assert mailer["undeclared_effects"] == {"sends-email": "main.py:1: smtplib"}
+    fetcher = report["skills"]["fetcher"]
+    assert fetcher["network"] is True and fetcher["network_by"] == ["network"]
+    assert fetcher["path_inputs"] == ["paths"]
+    text = StringIO()
+    main(["check", str(lib)], text)
+    lines = text.getvalue().splitlines()
+    assert "sandbox: fetcher: network: yes (network); env: none declared; writes: its step " \
+           "folder, a private /tmp (and HOME in it); path inputs paths (files read-only; " \
+           "folders and new paths writable)" in lines
+    assert "  advice: quiet-mailer looks like it sends mail (main.py:1: smtplib) but does not " \
+           "declare 'sends-email': in the sandbox it cannot" in lines

@@ -9,7 +9,7 @@ import {
 import { ApiError, call, streamRun } from "./api.js";
 import {
   clone, compatible, contextNames, contract, diffEdits, downstreamOf, inputSpecs, isObject,
-  layoutAll, needsOf, newStepId, nodeWidth, reference, referencesIn, sourceId, sourceReference,
+  layoutAll, needsOf, newStepId, nodeWidth, reference, referencesIn, renameStep, sourceId, sourceReference,
   stepsOf, typeName,
 } from "./model.js";
 import { Dialog, EditorContext, Studio, plural } from "./shared.jsx";
@@ -533,6 +533,19 @@ export function Editor({ editing, setEditing, onDirty }) {
                 if (step) change(step);
               }, key)}
               onRemove={() => remove({ nodes: [{ id: String(selectedStep.id) }] })}
+              onRename={(to) => {
+                const from = String(selectedStep.id);
+                if (!/^[A-Za-z0-9_-]+$/.test(to)) return "use letters, digits, - and _ only";
+                if (to !== from && steps.some((s) => String(s.id) === to)) return `there is a step ${to} already`;
+                if (to === from) return null;
+                commit((p) => {
+                  const positions = { ...p.positions, [to]: p.positions[from] };
+                  delete positions[from];
+                  return { ...p, doc: renameStep(p.doc, from, to), positions };
+                });
+                setSelected(to);
+                return null;
+              }}
               onOpenGroup={openGroup} />
           ) : selectedSource ? (
             <SourcePanel source={selectedSource} update={update}

@@ -240,3 +240,27 @@ export function layoutAll(doc, widthOf, sources) {
   }
   return positions;
 }
+
+// The document with step `from` called `to`: its id, the needs naming it and every reference
+// to its outputs (in values, conditions and the group's outputs).
+export function renameStep(doc, from, to) {
+  const pattern = new RegExp(`(?<![\\w.])steps\\.${from.replace(/[-]/g, "\\-")}\\.outputs\\.`, "g");
+  const inText = (value) => {
+    if (typeof value === "string") {
+      return value.replace(/\$\{\{[\s\S]*?\}\}/g, (expression) => expression.replace(pattern, `steps.${to}.outputs.`));
+    }
+    if (Array.isArray(value)) return value.map(inText);
+    if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inText(v)]));
+    return value;
+  };
+  const next = clone(doc);
+  for (const step of stepsOf(next)) {
+    if (step.id === from) step.id = to;
+    if (Array.isArray(step.needs)) step.needs = step.needs.map((n) => (n === from ? to : n));
+    else if (step.needs === from) step.needs = to;
+    if (step.with !== undefined) step.with = inText(step.with);
+    if (step.if !== undefined) step.if = inText(step.if);
+  }
+  if (next.outputs !== undefined) next.outputs = inText(next.outputs);
+  return next;
+}

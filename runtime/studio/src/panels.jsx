@@ -120,7 +120,23 @@ function shown(value, type) {
   return text(value);
 }
 
-export function StepPanel({ step, diagnostics, sources, upstream, onConnect, onChange, onRemove, onOpenGroup }) {
+// A step's id, changed where it is used too once the user leaves the field or presses Enter.
+function StepName({ id, onRename }) {
+  const [value, setValue] = useState(String(id));
+  const [problem, setProblem] = useState(null);
+  const apply = () => { const why = onRename(value.trim()); setProblem(why); if (why) return; };
+  return (
+    <div className="field">
+      <label htmlFor="step-id">step id (its name in the group)</label>
+      <input id="step-id" value={value} onChange={(e) => setValue(e.target.value)} onBlur={apply}
+             onKeyDown={(e) => { if (e.key === "Enter") { e.preventDefault(); apply(); } }}
+             aria-invalid={problem ? true : undefined} aria-describedby={problem ? "step-id-problem" : undefined} />
+      {problem && <p className="field-diag error" id="step-id-problem">{problem}</p>}
+    </div>
+  );
+}
+
+export function StepPanel({ step, diagnostics, sources, upstream, onConnect, onChange, onRemove, onRename, onOpenGroup }) {
   const { skills, groups } = useContext(EditorContext);
   const c = contract(step, skills, groups);
   const at = (field) => diagnostics.filter((d) => d.field === field || (d.field || "").startsWith(`${field}.`));
@@ -157,6 +173,7 @@ export function StepPanel({ step, diagnostics, sources, upstream, onConnect, onC
       <h2 id="step-title">Step {step.id}</h2>
       <p className="muted">{step.skill ? `skill ${step.skill}` : `group ${step.group}`}
         {step.group && <> <button type="button" onClick={() => onOpenGroup(step.group)}>Open group</button></>}</p>
+      <StepName id={step.id} onRename={onRename} />
       {other.map((d, i) => <p key={i} className={`field-diag ${d.severity}`} data-rule={d.rule}>
         {d.message.replace(/^steps\[\d+\]\.?/, "").replace(/^: /, "")}{d.hint ? ` — ${d.hint}` : ""}</p>)}
       <fieldset>

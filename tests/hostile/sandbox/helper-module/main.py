@@ -1,0 +1,4 @@
+from helper import go
+
+def run():
+    return go()

@@ -54,15 +54,17 @@ _SEQUENCE = re.compile(
     r"(?:[.!?;,:]\s*|\s+)(?:and then|after that|and after that|and finally|followed by|"
     r"once (?:that is|that's|it is|it's) done)\b[,:]?\s*"
     r"|(?:[.!?;,:]\s*|\s+)then\b[,:]?\s*"
-    r"|[.!?;,:]\s*(?:afterwards|next|finally|lastly|subsequently|after which)\b[,:]?\s*"
+    r"|[.!?;,:]\s*(?:afterwards|next|finally|lastly|subsequently|after which|also|"
+    r"additionally|in addition)\b[,:]?\s*"
     r"|[。！？；，,]?\s*(?:然后|接着|之后|随后|最后|再把)[，,]?",
     re.IGNORECASE)
 """Where a request moves on to its next task: a sequencing word ("then", "after that",
 "finally", "然后"). "next" or "finally" count only after a clause break ("remind me next
 Monday" is one task)."""
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|(?<=[。！？；])\s*(?=\S)")
-"""A sentence break: the next sentence may be a task of its own or context ("The business
-type is a restaurant."), written in no particular order."""
+_SENTENCE = re.compile(r"(?<=[;])\s+(?=\S)|(?<=[；])\s*(?=\S)")
+"""A semicolon ends a list item. A sentence alone does not: most extra sentences give context
+("The password is 'coffee4me'.", "Can you find out?"), and as parts of their own they would
+each add a skill nobody asked for."""
 _LIST = re.compile(
     r"(\s*,(?!\s*-?\d)\s*(?:and\s+|also\s+|plus\s+)?|\s+(?:and also|as well as|plus|and|also)\s+"
     r"|\s*[、，]\s*|和|并且|并|以及|还要|同时)",

@@ -488,13 +488,13 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
         rows.append((toolbox, f1(set(toolbox.selected), gold) if toolbox.group else without,
                      without))
 
-    def shaped(margin: float, lead: float, depth: int | None,
+    def shaped(margin: float, lead: float, depth: int | None, top: bool = config.top_in_a_group,
                ) -> list[tuple[float, float, float, float]]:
         """(group score, router confidence, set F1 with the group, without it) per row; the
         score is -1 where there is no group or the rules give the answer to single skills."""
         judge = Retriever(retriever.store, retriever.encoder, replace(
             config, single_skill_margin=margin, single_step_lead=lead,
-            group_support_depth=depth))
+            group_support_depth=depth, top_in_a_group=top))
         out = []
         for toolbox, with_group, without in rows:
             group = toolbox.group
@@ -503,7 +503,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
                 continue
             skills = list(toolbox.skills)
             replaced = judge.one_skill_fits_better(group, skills) or judge.unsupported(
-                group, skills)
+                group, skills, toolbox.group_candidates)
             confidence = float(group.explanation.get("router", 1.0))
             out.append((-1.0 if replaced else group.score, confidence, with_group, without))
         return out
@@ -525,22 +525,37 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
                         best = (value, threshold, confidence, margin, lead, depth)
     assert best is not None
     value, threshold, confidence, margin, lead, depth = best
-    points = shaped(margin, lead, depth)
+    # Then whether the request's best skill must be in a group: where held-out rows ask for
+    # tasks no group learned (their sets seen too rarely), a composed toolbox around that
+    # skill beats the group that shares its prerequisites. Kept only when it wins more rows
+    # than it loses and gains at least TARGET_MIN_GAIN.
+    top_rule = config.top_in_a_group
+    before = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
+              for p in shaped(margin, lead, depth, top_rule)]
+    flipped = shaped(margin, lead, depth, not top_rule)
+    after = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in flipped]
+    won = sum(1 for a, b in zip(after, before, strict=True) if a > b + 1e-9)
+    lost = sum(1 for a, b in zip(after, before, strict=True) if a < b - 1e-9)
+    if won > lost and sum(after) - sum(before) >= TARGET_MIN_GAIN * len(before):
+        top_rule = not top_rule
+        value = statistics.fmean(after)
+    points = shaped(margin, lead, depth, top_rule)
     # A request mostly in CJK script is held to the same share of the bar as by default.
     ratio = config.cjk_group_threshold / config.group_threshold
     tuned = replace(config, group_threshold=threshold,
                     cjk_group_threshold=round(threshold * ratio, 3),
                     router_min_confidence=confidence, single_skill_margin=margin,
-                    single_step_lead=lead, group_support_depth=depth)
+                    single_step_lead=lead, group_support_depth=depth,
+                    top_in_a_group=top_rule)
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
     fast, share = (_fast_route_confidence(probe, held_out, full)
-                   if threshold <= 0 and margin >= 1.0 and lead >= 1.0 and depth is None
+                   if threshold <= 0 and margin >= 1.0 and lead >= 1.0 and depth is None and not top_rule
                    else (2.0, 0.0))
     tuned = replace(tuned, fast_route_confidence=fast)
     return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
                    "single_skill_margin": margin, "single_step_lead": lead,
-                   "group_support_depth": depth,
+                   "group_support_depth": depth, "top_in_a_group": top_rule,
                    "fast_route_confidence": fast, "fast_route_share": round(100 * share, 1)}
 
 

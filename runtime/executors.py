@@ -721,18 +721,33 @@ def _cancelled(cancel: Cancel) -> str:
 
 
 def _error_from_stderr(stderr: str, code: int) -> tuple[str, bool]:
+    """The step's error from what the skill wrote last on stderr, made printable: a skill's text
+    reaches terminals (``skillgrove run``), logs and agents, so no control or format character
+    of it (an escape sequence, a bidi override) is passed on as it is."""
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
     if code == 1 and last.startswith(_BWRAP_EXEC):  # the sandbox found no such program
         program, _, why = last[len(_BWRAP_EXEC):].partition(": ")
-        return f"cannot start {program}: {why}", False
+        return printable(f"cannot start {program}: {why}"), False
     if last.startswith('{"__skill_error__"'):
         try:
             data = json.loads(last)
-            return boundedjson.keepable(str(data["__skill_error__"])), bool(data.get("retryable"))
+            return printable(str(data["__skill_error__"])), bool(data.get("retryable"))
         except (json.JSONDecodeError, KeyError):
             pass
     message = f"exited with code {code}" + (f": {last[:300]}" if last else "")
-    return message, code == EX_TEMPFAIL
+    return printable(message), code == EX_TEMPFAIL
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters (C0, DEL, C1), format characters (zero-width, bidi
+    controls) and lone surrogates written as escapes (``\x1b``, ``\u202e``).
+
+    >>> printable("\x1b[2Jred\u202e")
+    '\\x1b[2Jred\\u202e'
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
 
 
 class InProcessExecutor:

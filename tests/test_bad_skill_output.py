@@ -101,7 +101,13 @@ BAD_OUTPUTS = [
      "UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800'*"),
     ("fails-with-a-lone-surrogate",
      "def run():\n    raise ValueError('bad ' + chr(0xD800) + ' value')\n",
-     "ValueError: bad \ufffd value"),
+     "ValueError: bad \\ud800 value"),
+    # What a skill writes reaches terminals: escape sequences and bidi overrides come escaped.
+    ("stderr-escapes", "import os, sys\ndef run():\n    sys.stderr.write('\\x1b[2J\\x1b]0;owned"
+     "\\x07 \\u202eevil\\n')\n    sys.stderr.flush()\n    os._exit(1)\n",
+     "exited with code 1: \\x1b[2J\\x1b]0;owned\\x07 \\u202eevil"),
+    ("raises-with-escapes", "def run():\n    raise RuntimeError('\\x1b[31mred\\x9b\\u200b')\n",
+     "RuntimeError: \\x1b[31mred\\x9b\\u200b"),
 ]
 
 GROUP = """

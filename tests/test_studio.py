@@ -682,6 +682,13 @@ def test_the_picker_offers_inputs_and_upstream_outputs_never_a_downstream_one(pa
                  "context.report_name"):
         assert page.get_by_test_id(f"node-{node}").is_visible()
     assert "string" in page.get_by_test_id("node-inputs.pdf_path").inner_text()
+    page.get_by_test_id("node-inputs.pdf_path").locator(".step-title").click()
+    page.get_by_role("heading", name="Group input pdf_path").wait_for()
+    assert page.get_by_test_id("source-readers").inner_text() == "Read by extract_text, notify."
+    page.get_by_test_id("node-context.team_email").locator(".step-title").click()
+    page.get_by_role("heading", name="Context value team_email").wait_for()
+    assert page.get_by_test_id("source-readers").inner_text() == "Read by notify."
+    assert page.get_by_role("button", name="Remove context value").count() == 0
 
     def offered(step: str, field: str) -> list[str]:
         select_step(page, step)

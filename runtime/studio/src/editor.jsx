@@ -549,6 +549,7 @@ export function Editor({ editing, setEditing, onDirty }) {
               onOpenGroup={openGroup} />
           ) : selectedSource ? (
             <SourcePanel source={selectedSource} update={update}
+                         readers={steps.filter((st) => referencesIn([st.with, st.if]).some((r) => r.kind === selectedSource.kind && r.name === selectedSource.name)).map((st) => String(st.id))}
                          onRemove={() => remove({ nodes: [{ id: selectedSource.id }] })} />
           ) : (
             <GroupPanel doc={doc} update={update} isNew={isNew}
@@ -593,7 +594,7 @@ export function Editor({ editing, setEditing, onDirty }) {
 }
 
 // A group input or context value chosen on the canvas: what it is, and its removal.
-function SourcePanel({ source, update, onRemove }) {
+function SourcePanel({ source, update, readers, onRemove }) {
   const spec = source.spec || {};
   const describe = (value) => update((d) => {
     const inputs = isObject(d.inputs) ? d.inputs : {};
@@ -612,7 +613,12 @@ function SourcePanel({ source, update, onRemove }) {
         <div className="field"><label htmlFor="source-description">description</label>
           <input id="source-description" value={spec.description || ""} onChange={(e) => describe(e.target.value)} /></div>
       )}
-      <button type="button" className="danger" onClick={onRemove}>Remove {source.kind === "inputs" ? "input" : "context value"}</button>
+      <p data-testid="source-readers">{readers.length ? `Read by ${readers.join(", ")}.` : "No step reads it yet."}</p>
+      {source.kind === "context" && readers.length > 0 ? (
+        <p className="muted">To remove it, disconnect it from those steps first.</p>
+      ) : (
+        <button type="button" className="danger" onClick={onRemove}>Remove {source.kind === "inputs" ? "input" : "context value"}</button>
+      )}
     </section>
   );
 }

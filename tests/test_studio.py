@@ -659,6 +659,12 @@ def test_undo_and_redo_every_edit_and_a_warning_before_leaving(page: Any) -> Non
     page.get_by_role("button", name="Redo", exact=True).click()
     assert field.input_value() == "${{ steps.extract_text.outputs.title }}"
     page.get_by_test_id("unsaved").wait_for()
+    # the library view keeps the editor as it was, and Ctrl+Z there does not touch it
+    page.get_by_role("button", name="Library", exact=True).click()
+    page.locator("body").focus()
+    page.keyboard.press("Control+z")
+    page.get_by_role("button", name="Editor", exact=True).click()
+    assert field.input_value() == "${{ steps.extract_text.outputs.title }}"
 
     # leaving: inside the studio a dialog asks, and the browser asks on reload
     page.get_by_role("button", name="New group").click()

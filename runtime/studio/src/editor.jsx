@@ -155,7 +155,8 @@ export function Editor({ editing, setEditing, onDirty }) {
       if (key !== "z" && key !== "y") return;
       const t = e.target;
       const typing = t && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type)));
-      if (typing || document.querySelector("dialog[open]")) return;
+      // not while another view shows (the editor is kept, hidden) or a dialog is open
+      if (typing || document.querySelector("dialog[open]") || !(canvasRef.current && canvasRef.current.offsetParent)) return;
       e.preventDefault();
       if (key === "y" || e.shiftKey) redo(); else undo();
     };

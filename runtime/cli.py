@@ -351,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--token", default=None,
                      help="with --transport http: bearer token clients must send (default "
                           "$SKILLGROVE_TOKEN); any address but loopback needs one")
+    mcp.add_argument("--max-runs", type=positive_int, default=8, metavar="N",
+                     help="runs carried at once; a run tool called beyond is a too_many_runs "
+                          "error (default 8)")
     mcp.add_argument("--no-watch", action="store_true",
                      help="do not watch the library folders for changes")
     mcp.set_defaults(handler=commands.cmd_serve_mcp)

@@ -762,7 +762,7 @@ def cmd_serve_mcp(args: argparse.Namespace, out: TextIO) -> int:
     token = args.token or os.environ.get("SKILLGROVE_TOKEN") or None
     engine = engine_from_args(args)
     mcp_server.serve(engine, transport=args.transport, host=args.host, port=args.port,
-                     watch=not args.no_watch, token=token)
+                     watch=not args.no_watch, token=token, max_runs=args.max_runs)
     return 0
 
 

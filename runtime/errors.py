@@ -8,10 +8,12 @@
           │                        (defined in :mod:`skillgrove.runtime.inject`)
           ├── ConfirmationRequired a run has side effects nobody confirmed (code
           │                        "needs_confirmation")
+          ├── TooManyRuns          a server carries its limit of runs already (code
+          │                        "too_many_runs")
           └── RunError             a run cannot start: bad inputs     (code "run_error",
                                    defined in :mod:`skillgrove.runtime.runner`)
 
-The HTTP API turns ``code`` into the status (404, 422, 409, 400) and every interface carries
+The HTTP API turns ``code`` into the status (404, 422, 409, 429, 400) and every interface carries
 ``{"code", "message", "details"}`` as it is.
 """
 
@@ -101,3 +103,15 @@ class ConfirmationRequired(EngineError):
                          {"group": group, "effects": {k: list(v) for k, v in effects.items()}})
         self.group = group
         self.effects = dict(effects)
+
+
+class TooManyRuns(EngineError):
+    """A server already carries as many runs as it allows (code "too_many_runs"); the run was
+    not started: try again when one has finished."""
+
+    code = "too_many_runs"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this server is running {limit} runs already, its limit: try again "
+                         "when one has finished", {"limit": limit})
+        self.limit = limit

@@ -138,7 +138,7 @@ STUDIO_POLICY = ("default-src 'self'; connect-src 'self'; img-src 'self' data:; 
 """The studio's Content-Security-Policy: its own files only (no inline script)."""
 
 _STATUS_BY_CODE = {"not_found": 404, "invalid_request": 422, "run_error": 400,
-                   "needs_confirmation": 409}
+                   "needs_confirmation": 409, "too_many_runs": 429}
 
 
 # -- request bodies ---------------------------------------------------------------------------

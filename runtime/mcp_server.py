@@ -92,7 +92,12 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from skillgrove.runtime.errors import EngineError, InvalidRequestError, NotFoundError
+from skillgrove.runtime.errors import (
+    EngineError,
+    InvalidRequestError,
+    NotFoundError,
+    TooManyRuns,
+)
 from skillgrove.runtime.events import Event, EventKind
 from skillgrove.skills._yaml import YamlSyntaxError, load_located
 from skillgrove.skills.errors import SkillgroveError
@@ -147,9 +152,13 @@ EventCallback = Callable[[Event], None]
 ToolHandler = Callable[[ServerRequestContext[Any], dict[str, Any]], Awaitable[types.CallToolResult]]
 
 
+DEFAULT_MAX_RUNS = 8
+"""Runs one MCP server carries at once; a run tool called beyond it is a too_many_runs error."""
+
+
 def serve(engine: Skillgrove, *, transport: Literal["stdio", "http"] = "stdio",
           host: str = "127.0.0.1", port: int = 8765, watch: bool = True,
-          token: str | None = None) -> None:
+          token: str | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> None:
     """Serve ``engine`` over MCP until the client (stdio) or a signal (HTTP) ends it.
 
     ``watch``: re-index the library as its files change and announce the changes; without it
@@ -163,7 +172,7 @@ def serve(engine: Skillgrove, *, transport: Literal["stdio", "http"] = "stdio",
                                   "(use stdio or http)")
     if transport == "http":
         check_binding(host, token)
-    app = SkillgroveMCP(engine)
+    app = SkillgroveMCP(engine, max_runs=max_runs)
     watcher = engine.watch() if watch else None
     if watcher is None:
         # Load the model and index now rather than on the first search.
@@ -814,8 +823,10 @@ class SkillgroveMCP:
     """The MCP server of one engine: ``server`` is the SDK's low-level server, ready for any
     transport; :meth:`run_stdio` and :meth:`run_http` serve it."""
 
-    def __init__(self, engine: Skillgrove) -> None:
+    def __init__(self, engine: Skillgrove, *, max_runs: int = DEFAULT_MAX_RUNS) -> None:
         self.engine = engine
+        self.max_runs = max_runs
+        self._run_slots = threading.BoundedSemaphore(max_runs)
         self.announcer = _Announcer()
         self._lock = threading.RLock()
         self._current: _Catalog | None = None
@@ -1161,8 +1172,18 @@ class SkillgroveMCP:
 
     async def _with_progress(self, ctx: ServerRequestContext[Any], total: int,
                              work: Callable[[EventCallback | None], _T]) -> _T:
-        """Run ``work(on_event)`` in a worker thread; its events become progress
-        notifications of this request, in order, all sent before the result."""
+        """Run ``work(on_event)`` (a run) in a worker thread, holding one of the server's run
+        slots (none free: :class:`TooManyRuns`); its events become progress notifications of
+        this request, in order, all sent before the result."""
+        if not self._run_slots.acquire(blocking=False):
+            raise TooManyRuns(self.max_runs)
+        try:
+            return await self._progress(ctx, total, work)
+        finally:
+            self._run_slots.release()
+
+    async def _progress(self, ctx: ServerRequestContext[Any], total: int,
+                        work: Callable[[EventCallback | None], _T]) -> _T:
         token = _progress_token(ctx)
         if token is None:
             return await anyio.to_thread.run_sync(work, None)

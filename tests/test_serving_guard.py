@@ -206,3 +206,72 @@ def test_runs_over_the_servers_limit_get_429_and_a_slot_frees_when_a_run_ends(
         assert refused[0].headers["retry-after"] == "1"
         again = start(0.1)  # both earlier runs have ended: their slots are free
         assert again.status_code == (200 if stream else 201), again.text
+
+
+def _mcp_call(url: str, headers: dict[str, str], body: dict[str, object]) -> dict[str, object]:
+    """One JSON-RPC request over streamable HTTP; the response (JSON, or the last SSE data)."""
+    import json
+
+    answer = httpx.post(url, json=body, headers=headers, timeout=60)
+    assert answer.status_code == 200, answer.text
+    if answer.headers.get("content-type", "").startswith("application/json"):
+        return dict(answer.json())
+    data = [line[5:].strip() for line in answer.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data[-1]))
+
+
+def test_mcp_run_tools_over_the_servers_limit_are_refused(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    where = write_skill(tmp_path / "lib", "slow", """
+        ---
+        name: slow
+        description: Takes a while.
+        inputs: {properties: {seconds: {type: number}}}
+        entrypoint: {python: main.py:run}
+        ---
+        b
+        """)
+    (where.parent / "main.py").write_text(
+        "import time\ndef run(seconds):\n    time.sleep(seconds)\n    return {'slept': seconds}\n")
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillgrove.runtime.cli", "serve", "mcp", str(tmp_path / "lib"),
+             "--transport", "http", "--port", str(port), "--no-watch", "--max-runs", "1"],
+            stdout=subprocess.DEVNULL, stderr=log, env=cli_env(tmp_path), cwd=tmp_path,
+            stdin=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 90
+            while "MCP server on" not in log_path.read_text():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the server did not start:\n{log_path.read_text()}")
+                time.sleep(0.05)
+            url = f"http://127.0.0.1:{port}/mcp"
+            first = httpx.post(url, json=INITIALIZE, headers=MCP_HEADERS, timeout=30)
+            headers = {**MCP_HEADERS, **{k: v for k, v in first.headers.items()
+                                         if k.lower() == "mcp-session-id"}}
+            httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                       headers=headers, timeout=30)
+
+            def call(number: int) -> dict[str, object]:
+                return _mcp_call(url, headers, {
+                    "jsonrpc": "2.0", "id": 10 + number, "method": "tools/call",
+                    "params": {"name": "run_skill",
+                               "arguments": {"name": "slow", "inputs": {"seconds": 3}}}})
+
+            with ThreadPoolExecutor(3) as pool:
+                answers = list(pool.map(call, range(3)))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    results = [a["result"] for a in answers]
+    refused = [r for r in results if r.get("isError")]  # type: ignore[union-attr]
+    assert len(refused) == 2, results
+    assert all("too_many_runs" in str(r) for r in refused)
+    assert sum(1 for r in results if not r.get("isError")) == 1  # type: ignore[union-attr]

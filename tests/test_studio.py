@@ -824,3 +824,22 @@ def test_the_run_form_follows_the_input_schema(page: Any, library: Path) -> None
     later.wait_for(timeout=120_000)
     assert "book: runs or not depending on check" in later.inner_text()
     assert "writes files" in page.get_by_test_id("plan-effects").inner_text()
+
+
+def test_a_connection_is_removed_with_the_delete_key_and_comes_back_with_undo(page: Any) -> None:
+    page.get_by_role("button", name="report-analysis", exact=True).click()
+    edge = page.get_by_test_id("rf__edge-metrics/out:metrics->figures.rows")
+    edge.wait_for(state="attached")
+    edge.focus()
+    page.keyboard.press("Enter")  # chosen, as a click would
+    page.keyboard.press("Delete")
+    edge.wait_for(state="detached")
+    page.get_by_test_id("unsaved").wait_for()
+    page.get_by_role("button", name="Save…").click()
+    diff = page.get_by_test_id("diff").inner_text()
+    assert "-    needs: [metrics]" in diff
+    assert "-      rows: ${{ steps.metrics.outputs.metrics }}" in diff
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_role("button", name="Undo", exact=True).click()
+    edge.wait_for(state="attached")
+    assert page.get_by_test_id("unsaved").count() == 0

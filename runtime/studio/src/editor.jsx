@@ -117,6 +117,7 @@ export function Editor({ editing, setEditing, onDirty }) {
   const [path, setPath] = useState(editing.path);
   const [pathTouched, setPathTouched] = useState(!isNew);
   const [selected, setSelected] = useState(null);
+  const [selectedEdges, setSelectedEdges] = useState([]); // chosen connections (Delete removes them)
   const [check, setCheck] = useState(null);
   const [preview, setPreview] = useState(null);
   const [message, setMessage] = useState(editing.notice || null);
@@ -378,7 +379,7 @@ export function Editor({ editing, setEditing, onDirty }) {
             style: { strokeDasharray: "4 3" }, data: {} });
     }
     return out;
-  });
+  }).map((edge) => (selectedEdges.includes(edge.id) ? { ...edge, selected: true } : edge));
 
   // -- save, plan, run ------------------------------------------------------------------------
   const save = async (write) => {
@@ -510,7 +511,14 @@ export function Editor({ editing, setEditing, onDirty }) {
                          dragStart.current = null;
                          setHist((h) => (h.present === before ? h : { ...h, past: [...h.past, before], future: [], key: null }));
                        }}
-                       onDelete={remove}
+                       onDelete={(gone) => { remove(gone); setSelectedEdges([]); }}
+                       onEdgesChange={(changes) => setSelectedEdges((old) => {
+                         let next = old;
+                         for (const c of changes.filter((x) => x.type === "select")) {
+                           next = c.selected ? [...next.filter((id) => id !== c.id), c.id] : next.filter((id) => id !== c.id);
+                         }
+                         return next;
+                       })}
                        onNodeClick={(_, node) => setSelected(node.id)} onPaneClick={() => setSelected(null)}
                        onConnectStart={(_, p) => setDragging(p)} onConnectEnd={() => setDragging(null)}
                        onInit={(instance) => { if (hadNodes.current) setTimeout(() => readableView(instance, canvasRef.current), 80); }}

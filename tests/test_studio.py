@@ -241,10 +241,10 @@ def test_build_a_three_step_group_by_dragging_and_connecting(page: Any, library:
     page.get_by_label("New input name", exact=True).fill("pdf_path")
     page.get_by_role("button", name="Add input").click()
 
-    drag_skill(page, "pdf-to-text", 435, 110)
+    drag_skill(page, "pdf-to-text", 435, 190)
     page.get_by_label("path (required): string", exact=True).fill("${{ inputs.pdf_path }}")
-    drag_skill(page, "text-statistics", 435, 310)
-    drag_skill(page, "summarize-text", 435, 510)
+    drag_skill(page, "text-statistics", 435, 360)
+    drag_skill(page, "summarize-text", 435, 530)
     for step in ("pdf_to_text", "text_statistics", "summarize_text"):
         page.get_by_test_id(f"node-{step}").wait_for()
 
@@ -283,6 +283,7 @@ def test_build_a_three_step_group_by_dragging_and_connecting(page: Any, library:
     assert_accessible(page)
     page.get_by_role("button", name="Write file").click()
     page.get_by_test_id("message").filter(has_text="Saved groups/pdf-digest.yaml").wait_for()
+    wait_valid(page)
     shot(page, "canvas")
 
     written = (library / "groups" / "pdf-digest.yaml").read_text(encoding="utf-8")

@@ -391,8 +391,7 @@ export function Editor({ editing, setEditing, onDirty }) {
       setPreview(null);
       const notice = `Saved ${result.path}${result.valid ? "" : ` (${plural(result.errors, "problem")} still to fix)`}`;
       storePositions(result.path, positions);
-      setMessage(notice);
-      await reload();
+      await reload(); // the notice shows once the saved file is open again
       const id = result.id || doc.id;
       try {
         const fresh = await call("GET", `groups/${encodeURIComponent(id)}/source`);

@@ -361,8 +361,8 @@ export function GroupPanel({ doc, update, isNew, contextNames, onAddContext }) {
         <legend>Inputs</legend>
         <ul className="inputs">
           {Object.entries(inputs).map(([key, spec]) => (
-            <li key={key}><code>{key}</code> {isObject(spec) ? spec.type : String(spec ?? "")}{isObject(spec) && spec.required ? ", required" : ""}
-              {isObject(spec) && spec.default !== undefined ? `, default ${JSON.stringify(spec.default)}` : ""}
+            <li key={key}><span className="what"><code>{key}</code> {isObject(spec) ? spec.type : String(spec ?? "")}{isObject(spec) && spec.required ? ", required" : ""}
+              {isObject(spec) && spec.default !== undefined ? `, default ${JSON.stringify(spec.default)}` : ""}</span>
               <button type="button" aria-label={`Remove input ${key}`} onClick={() => update((d) => { delete d.inputs[key]; if (!Object.keys(d.inputs).length) delete d.inputs; })}>×</button></li>
           ))}
         </ul>
@@ -403,7 +403,7 @@ export function GroupPanel({ doc, update, isNew, contextNames, onAddContext }) {
         <legend>Outputs</legend>
         <ul className="inputs">
           {Object.entries(outputs).map(([key, value]) => (
-            <li key={key}><code>{key}</code> from <code>{String(value).replace(/^\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}$/, "$1.$2")}</code>
+            <li key={key}><span className="what"><code>{key}</code> from <code>{String(value).replace(/^\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}$/, "$1.$2")}</code></span>
               <button type="button" aria-label={`Remove output ${key}`} onClick={() => update((d) => { delete d.outputs[key]; if (!Object.keys(d.outputs).length) delete d.outputs; })}>×</button></li>
           ))}
         </ul>

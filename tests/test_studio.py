@@ -689,7 +689,11 @@ def test_the_picker_offers_inputs_and_upstream_outputs_never_a_downstream_one(pa
                  "context.report_name"):
         assert page.get_by_test_id(f"node-{node}").is_visible()
     assert "string" in page.get_by_test_id("node-inputs.pdf_path").inner_text()
-    page.get_by_test_id("node-inputs.pdf_path").locator(".step-title").click()
+    # a screen reader names the nodes; Tab reaches an input node and Enter opens it
+    assert page.locator(".react-flow__node[data-id='inputs.pdf_path']").get_attribute(
+        "aria-label") == "Group input pdf_path"
+    assert tab_reaches(page, ".react-flow__node[data-id='inputs.pdf_path']")
+    page.keyboard.press("Enter")
     page.get_by_role("heading", name="Group input pdf_path").wait_for()
     assert page.get_by_test_id("source-readers").inner_text() == "Read by extract_text, notify."
     page.get_by_test_id("node-context.team_email").locator(".step-title").click()

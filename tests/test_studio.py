@@ -752,9 +752,15 @@ def test_nodes_stay_where_dropped_and_auto_layout_is_a_button(page: Any) -> None
     page.keyboard.press("Control+z")
     assert abs(steady_box(page, "node-summarize_text")["x"] - second["x"]) < 4
 
+    # auto-layout: two steps that do not depend on each other side by side, in one row
     page.get_by_role("button", name="Auto-layout").click()
     page.wait_for_timeout(400)
-    assert steady_box(page, "node-pdf_to_text") != first
+    left, right = steady_box(page, "node-pdf_to_text"), steady_box(page, "node-summarize_text")
+    assert abs(left["y"] - right["y"]) < 2 and left["x"] != right["x"]
+    page.get_by_role("button", name="Undo", exact=True).click()  # where the user had them
+    page.wait_for_timeout(300)
+    after = steady_box(page, "node-summarize_text")["y"] - steady_box(page, "node-pdf_to_text")["y"]
+    assert abs(after - (second["y"] - first["y"])) < 4
 
 
 def test_handle_labels_are_readable_at_the_first_zoom(page: Any) -> None:

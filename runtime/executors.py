@@ -231,18 +231,41 @@ def _bytecode_folders(skill: Skill) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _outbox_made(skill: Skill, env: Mapping[str, str]) -> Path | None:
-    """For a skill that sends mail: the outbox folder (``$SKILLGROVE_OUTBOX``) made so that the
-    sandbox can mount it; the folder when it was made now (to be removed if left empty)."""
+_OUTBOXES_LOCK = threading.Lock()
+_OUTBOX_USERS: dict[str, int] = {}
+"""Steps running now that have the outbox of that path mounted."""
+_OUTBOXES_MADE: set[str] = set()
+"""Outboxes this process made for the sandbox to mount (removed by the last user if empty)."""
+
+
+@contextlib.contextmanager
+def _outbox_for(skill: Skill, env: Mapping[str, str], sandboxed: bool) -> Iterator[None]:
+    """For a sandboxed skill that sends mail: the outbox folder (``$SKILLGROVE_OUTBOX``) exists
+    while it runs, so that the sandbox can mount it. A folder made for that is removed again
+    once the last step using it has ended, if nothing was put in it (steps running side by side
+    share it: none removes it under another)."""
     outbox = env.get(OUTBOX_ENV)
-    if not outbox or "sends-email" not in skill.effects or not os.path.isabs(outbox) \
-            or os.path.isdir(outbox):
-        return None
+    if not sandboxed or not outbox or "sends-email" not in skill.effects \
+            or not os.path.isabs(outbox):
+        yield
+        return
+    with _OUTBOXES_LOCK:
+        _OUTBOX_USERS[outbox] = _OUTBOX_USERS.get(outbox, 0) + 1
+        if not os.path.isdir(outbox):
+            with contextlib.suppress(OSError):
+                Path(outbox).mkdir(mode=0o700, parents=True)
+                _OUTBOXES_MADE.add(outbox)
     try:
-        Path(outbox).mkdir(mode=0o700, parents=True)
-    except OSError:
-        return None
-    return Path(outbox)
+        yield
+    finally:
+        with _OUTBOXES_LOCK:
+            _OUTBOX_USERS[outbox] -= 1
+            if not _OUTBOX_USERS[outbox]:
+                del _OUTBOX_USERS[outbox]
+                if outbox in _OUTBOXES_MADE:
+                    _OUTBOXES_MADE.discard(outbox)
+                    with contextlib.suppress(OSError):
+                        Path(outbox).rmdir()  # only if nothing was put in it
 
 
 def path_values(skill: Skill, inputs: Mapping[str, Any]) -> list[str]:
@@ -472,16 +495,11 @@ class SubprocessExecutor:
                                         sandboxed=sandboxed)
                 if workspace is not None:
                     env.update(workspace.environment())
-                made = _outbox_made(skill, env) if sandboxed else None
-                try:
+                with _outbox_for(skill, env, sandboxed):
                     if sandboxed:
                         argv = self._sandboxed(argv, skill, inputs, workspace, env)
                     result = self._process(argv, skill, env, inputs, limit, cancel,
                                            namespace=self.pid_namespace and not sandboxed)
-                finally:
-                    if made is not None:
-                        with contextlib.suppress(OSError):
-                            made.rmdir()  # only if the skill left nothing in it
         seconds = time.perf_counter() - started
         if result.ok:
             problem = validate_outputs(skill, result.outputs)

@@ -135,9 +135,25 @@ class Mounts:
     folder, a file the inputs name) is mounted after, on top."""
 
 
+@functools.cache
+def _knows(option: str) -> bool:
+    """Whether the installed bwrap has ``option`` (``--disable-userns`` came in 0.8)."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return False
+    try:
+        done = subprocess.run([found, "--help"], capture_output=True, timeout=10,
+                              env={"PATH": os.defpath})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
+
+
 def _base_options(*, network: bool) -> list[str]:
-    options = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--disable-userns",
+    options = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
                "--cap-drop", "ALL", "--hostname", "sandbox"]
+    if _knows("--disable-userns"):
+        options.append("--disable-userns")
     if network:
         options.append("--share-net")
     for path in _SYSTEM:

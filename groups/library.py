@@ -20,7 +20,7 @@ from pathlib import Path
 from skillgrove.groups import authoring
 from skillgrove.groups.loader import GroupLoad, load_group_file
 from skillgrove.groups.lock import lock_diagnostics
-from skillgrove.groups.model import Group
+from skillgrove.groups.model import Group, group_tool_name
 from skillgrove.groups.validate import MISPLACED_INPUT, validate_group
 from skillgrove.skills import limits, names
 from skillgrove.skills.diagnostics import Diagnostic, Severity, sort_key
@@ -142,6 +142,21 @@ def _group_id_problem(group: Group, groups: Mapping[str, Group],
     return None
 
 
+def _tool_clash(group: Group, tools: dict[str, Group]) -> Diagnostic | None:
+    """An error when the MCP tool ``group`` exposes has the name of another group's tool
+    (``daily-report`` and ``daily_report`` are both ``group_daily_report``)."""
+    name = group_tool_name(group.id)
+    other = tools.setdefault(name, group)
+    if other is group:
+        return None
+    return Diagnostic(Severity.ERROR, "tool-name-collision",
+                      f"group '{group.id}' would be the MCP tool {name}, which group "
+                      f"'{other.id}' ({other.path}) already is", group.path,
+                      *group.source.value_at(("id",)),
+                      hint="give one of them an id that differs in letters or digits",
+                      subject=group.id)
+
+
 def find_group_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root] if root.suffix.lower() in GROUP_SUFFIXES else []
@@ -253,11 +268,16 @@ def load_library(paths: Sequence[Path], options: LoadOptions = DEFAULT_OPTIONS) 
     valid: dict[str, Group] = {}
     drafts: dict[str, Group] = {}
     checked: list[Diagnostic] = []
+    tools: dict[str, Group] = {}
     for load in loads:
         group = load.group
         found: list[Diagnostic] = []
         if group is not None and groups.get(group.id) is group:
             found = validate_group(group, catalog.active, groups)
+            if "tool" in group.expose:
+                clash = _tool_clash(group, tools)
+                if clash is not None:
+                    found.append(clash)
             if authoring.is_draft_file(group.path):
                 drafts[group.id] = group
             elif load.ok and not any(d.is_error for d in found):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,3 +113,17 @@ class Group:
     def edges(self) -> tuple[tuple[str, str], ...]:
         """Step dependencies as ``(upstream step id, downstream step id)``."""
         return tuple((need, step.id) for step in self.steps for need in step.needs)
+
+
+GROUP_TOOL_PREFIX = "group_"
+
+
+def group_tool_name(group_id: str) -> str:
+    """The MCP tool of a group that says ``expose: tool``: ``report-analysis`` ->
+    ``group_report_analysis`` (names hosts accept everywhere). Two ids can give one name
+    (``daily-report``, ``daily_report``): the library reports that as an error.
+
+    >>> group_tool_name("report-analysis")
+    'group_report_analysis'
+    """
+    return GROUP_TOOL_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", group_id)

@@ -92,6 +92,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from skillgrove.groups.model import GROUP_TOOL_PREFIX, group_tool_name
 from skillgrove.runtime.errors import (
     EngineError,
     InvalidRequestError,
@@ -119,7 +120,6 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 DIGEST_META_KEY = "io.modelcontextprotocol.skills/digest"
 EVENT_META_KEY = "skillgrove/event"
 """The ``_meta`` key of a progress notification that carries the runner event as JSON."""
-GROUP_TOOL_PREFIX = "group_"
 GROUP_URI_PREFIX = "group"
 """``skill://group/<id>/SKILL.md``: the organisational prefix of the generated group skills."""
 MANIFEST_FILE = "_manifest"
@@ -227,9 +227,6 @@ class BearerGuard:
         await send({"type": "http.response.body", "body": body})
 
 
-def group_tool_name(group_id: str) -> str:
-    """``report-analysis`` -> ``group_report_analysis`` (names hosts accept everywhere)."""
-    return GROUP_TOOL_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", group_id)
 
 
 # -- the catalog: tools and resources of one loaded library ---------------------------------------

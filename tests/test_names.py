@@ -202,3 +202,25 @@ def test_a_file_swapped_for_a_link_after_loading_is_not_served(tmp_path: Path) -
     notes.symlink_to(secret)
     with pytest.raises(EngineError):
         engine.skill_file("notes", "notes.txt")
+
+
+def test_two_groups_that_would_be_one_mcp_tool_are_an_error(tmp_path: Path) -> None:
+    from skillgrove.groups import load_library
+
+    lib = group_library(tmp_path, [])
+    for index, gid in enumerate(["daily-report", "daily_report", "daily.report"]):
+        (lib / "groups" / f"t{index}.yaml").write_text(
+            GROUP.format(gid=gid) + "expose: tool\n", encoding="utf-8")
+    library = load_library([lib])
+    assert set(library.groups) == {"daily-report"}
+    clashes = [d for d in library.diagnostics if d.rule == "tool-name-collision"]
+    assert len(clashes) == 2 and all(d.is_error for d in clashes)
+    assert all("group_daily_report" in d.message and "'daily-report'" in d.message
+               for d in clashes)
+
+
+def test_groups_that_are_no_tools_may_share_a_tool_spelling(tmp_path: Path) -> None:
+    from skillgrove.groups import load_library
+
+    library = load_library([group_library(tmp_path, ["daily-report", "daily_report"])])
+    assert set(library.groups) == {"daily-report", "daily_report"}

@@ -252,6 +252,8 @@ class Protected:
             if inside(path, folder):
                 return f"it is inside {folder}, which skills may not " + (
                     "write" if folder in self.read_only else "read")
+        if not write and any(inside(path, root) for root in self.read_only):
+            return None  # a file of the library (its samples): readable wherever it lives
         home = self.home
         if home is not None:
             if inside(home, path):

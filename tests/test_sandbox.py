@@ -569,3 +569,21 @@ def test_check_reports_what_the_sandbox_allows_each_skill(tmp_path: Path) -> Non
            "folders and new paths writable)" in lines
     assert "  advice: quiet-mailer looks like it sends mail (main.py:1: smtplib) but does not " \
            "declare 'sends-email': in the sandbox it cannot" in lines
+
+
+def test_a_library_file_is_readable_even_under_a_hidden_folder_of_home(tmp_path: Path) -> None:
+    # A clone kept in ~/.local/share/...: its sample files are the library's own, not the
+    # user's secrets; what else the hidden folder holds stays out.
+    home = tmp_path / "home"
+    lib = home / ".local" / "lib"
+    skill = probe_skill(lib)
+    sample = lib / "samples" / "report.txt"
+    sample.parent.mkdir(parents=True)
+    sample.write_text("sample numbers")
+    other = home / ".local" / "token.txt"
+    other.write_text("not for skills")
+    protected = sandbox.Protected(read_only=(lib,), home=home)
+    result = execute(skill, {"paths": [str(sample), str(other)]}, protected=protected)
+    assert result.ok, result.error
+    assert result.outputs["read"] == {str(sample): "sample numbers",
+                                      str(other): "denied: FileNotFoundError"}

@@ -598,18 +598,21 @@ def _scan(text: str, skill_file: Path, folder: Path, options: LoadOptions,
                     "sub-folder with its own SKILL.md), which is not part of this skill",
                     extra_file, line, 1, "give the nested skill its own entrypoint, or move "
                     "the shared code out of it", out.subject))
+    # The scan is advice for authors and reviewers: a blocklist never proves a skill harmless,
+    # and what a skill can do is decided by the sandbox it runs in (runtime/sandbox.py). What is
+    # exact (paths out of the folder, links, pipes, sizes, bytecode without source, an engine
+    # secret in env) stays an error above.
     for finding in findings:
         where = "" if finding.path == skill_file else f" in {finding.path.name}"
         message = f"unsafe content{where}: {finding.rule.summary}: `{finding.excerpt}`"
         rule_id = f"unsafe:{finding.rule.id}"
+        hint = None
         if finding.rule.action is Action.BLOCK:
-            out.items.append(Diagnostic(Severity.ERROR, rule_id, message, finding.path,
-                                        finding.line, 1, "remove it, or allow the rule explicitly "
-                                        f"with --allow-rule {finding.rule.id} for a trusted library",
-                                        out.subject))
-        else:
-            out.items.append(Diagnostic(Severity.WARNING, rule_id, message, finding.path,
-                                        finding.line, 1, None, out.subject))
+            hint = ("review it before running the skill: in the sandbox it reaches only what "
+                    "its effects and inputs allow (`skillgrove check` lists that); --allow-rule "
+                    f"{finding.rule.id} silences this for a trusted library")
+        out.items.append(Diagnostic(Severity.WARNING, rule_id, message, finding.path,
+                                    finding.line, 1, hint, out.subject))
     return replace(files, binary=tuple(binary))
 
 

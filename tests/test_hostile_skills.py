@@ -89,7 +89,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "python-reverse-shell": ("unsafe:reverse-shell",),
     "mkfifo-shell": ("unsafe:reverse-shell",),
 }
-"""Attacks that must be rejected: folder -> the errors it gets (exactly these)."""
+"""Attacks: folder -> the diagnostics it gets. The exact rules are errors (exactly these); the
+``unsafe:*`` content rules are advice (warnings), the payload then meeting the sandbox."""
 
 INJECTIONS: dict[str, tuple[str, ...]] = {
     "zero-width-injection": ("unsafe:prompt-injection", "unsafe:hidden-characters"),
@@ -201,11 +202,20 @@ def test_the_corpus_covers_every_case() -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hostile_skill_is_rejected_by_its_rule_and_nothing_runs(hostile: Hostile,
                                                                 case: str) -> None:
+    # What is exact (paths, links, pipes, bytecode, nested skills, unscanned entrypoints) is an
+    # error and the skill never runs; a content rule (unsafe:*) is advice, a warning at its
+    # line, and the skill runs in the sandbox, where its payload reaches nothing.
     found = hostile.by_skill.get(case, [])
+    expected = set(CASES[case]) | ALSO_EXPECTED.get(case, set())
+    advice = {rule for rule in expected if rule.startswith("unsafe:")}
     errors = {d["rule"] for d in found if d["severity"] == "error"}
-    assert errors == set(CASES[case]) | ALSO_EXPECTED.get(case, set()), found
+    warnings = {d["rule"] for d in found if d["severity"] == "warning"}
+    assert errors == expected - advice, found
+    assert advice <= warnings, found
     assert hostile.check_code == 1
-    assert _run_skill(hostile, case) != 0
+    code = _run_skill(hostile, case)
+    if expected - advice:
+        assert code != 0
     assert _markers(hostile.root) == []
 
 

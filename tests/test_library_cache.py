@@ -151,13 +151,15 @@ def test_any_change_is_a_miss(change: str, library: Path, tmp_path: Path,
     assert _cached(library, cache) == fresh and len(loads) == 2  # and then a hit again
 
 
-def test_a_blocked_payload_is_never_served_stale(library: Path, tmp_path: Path) -> None:
+def test_a_flagged_payload_is_never_served_stale(library: Path, tmp_path: Path) -> None:
     cache = tmp_path / "library.cache"
-    assert "csv-stats" in _cached(library, cache).skills
+    before = _cached(library, cache)
+    assert not any(d.rule.startswith("unsafe:") for d in before.diagnostics)
     _add_unsafe_script(library)
     after = _cached(library, cache)
-    assert "csv-stats" not in after.skills
-    assert any(d.rule.startswith("unsafe:") for d in after.errors)
+    # The scan is advice (the sandbox holds what the script does): the finding is new.
+    script = library / "skills" / "csv-stats" / "setup.sh"
+    assert any(d.rule.startswith("unsafe:") and d.path == script for d in after.diagnostics)
 
 
 def test_a_racy_file_is_keyed_by_its_bytes(library: Path, tmp_path: Path,

@@ -604,6 +604,7 @@ def test_build_report_analysis_from_an_empty_canvas_by_clicking_and_dragging(
     assert "notify sends email" in page.get_by_test_id("plan-effects").inner_text()
     page.get_by_test_id("plan").scroll_into_view_if_needed()
     shot(page, "plan")
+    assert_accessible(page)
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_role("dialog").wait_for()
     page.get_by_role("button", name="Run anyway").click()
@@ -669,6 +670,7 @@ def test_undo_and_redo_every_edit_and_a_warning_before_leaving(page: Any) -> Non
     dialog = page.get_by_role("dialog", name="Leave without saving?")
     dialog.wait_for()
     shot(page, "leave-unsaved")
+    assert_accessible(page)
     page.get_by_role("button", name="Keep editing").click()
     assert page.get_by_test_id("node-figures").is_visible()
     asked: list[str] = []

@@ -592,6 +592,8 @@ def test_build_report_analysis_from_an_empty_canvas_by_clicking_and_dragging(
     page.get_by_label("A sample file for pdf_path", exact=True).select_option(label="quarterly_report.pdf")
     assert page.get_by_label("pdf_path (required)", exact=True).input_value() == \
         str(library / "samples" / "quarterly_report.pdf")
+    assert page.get_by_test_id("run-sample-chosen-pdf_path").inner_text() == \
+        "the library's sample quarterly_report.pdf"
     page.get_by_label("team_email", exact=True).fill("team@larkspur.example")
     page.get_by_label("report_name", exact=True).fill("Q3 2024")
     shot(page, "run-form")

@@ -124,6 +124,10 @@ export function RunPanel({ group, saved, onPlan, onRun, plan, contextNames }) {
         <p className="help" id={`${id}-hint`}>{hint}</p>
         {control}
         {files.has(name) && <FileChooser name={name} samples={samples} onChoose={set} />}
+        {files.has(name) && samples.some((x) => x.path === values[name]) && (
+          <p className="help" data-testid={`run-sample-chosen-${name}`}>
+            the library&apos;s sample {samples.find((x) => x.path === values[name]).name}</p>
+        )}
       </div>
     );
   };

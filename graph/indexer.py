@@ -471,6 +471,39 @@ def with_quality(records: Sequence[NodeRecord], stats: Mapping[str, QualityStats
     return out
 
 
+COMPANIONS_MAX_SKILLS = 5000
+"""Companions read from the library itself (``graph/companions.py``) are found for libraries
+of at most this many skills: the pass reads every skill's instructions (1.4-2.3 s for the
+1,300 skills of the corpus), which an edit of one skill would pay again."""
+COMPANIONS_KEPT = 8
+
+
+def with_companions(records: Sequence[NodeRecord], skills: Mapping[str, Any],
+                    ) -> list[NodeRecord]:
+    """Skill records carrying their companions read from the library itself
+    (``data["companions"]``: id, name, source and reason of each, strongest first), the
+    "usually used with" of a library that has no groups and no runs yet."""
+    if not skills or len(skills) > COMPANIONS_MAX_SKILLS:
+        return list(records)
+    from skillgrove.graph.companions import companions
+
+    found = companions(skills.values())
+    winners = {skill.id: name for name, skill in skills.items()}
+    out = []
+    for record in records:
+        listed = found.get(winners.get(record.id, ""), ())
+        if not listed:
+            out.append(record)
+            continue
+        data = {**record.data, "companions": [
+            {"id": c.id, "name": c.name, "source": c.source, "reason": c.reason}
+            for c in listed[:COMPANIONS_KEPT]]}
+        content = hashlib.sha256((record.content_hash + json.dumps(
+            data["companions"], sort_keys=True)).encode()).hexdigest()
+        out.append(replace(record, content_hash=content, data=data))
+    return out
+
+
 EMBED_CHUNK = 512
 """Texts handed to the encoder per call: large enough that its length-sorted batches pad
 little, small enough for progress to move."""
@@ -516,7 +549,8 @@ def _graph(library: Library, encoder: Encoder, progress: Progress | None,
     # group's step, a `depends_on`, a run's step) means the skill that answers for it.
     skills = library.catalog.active
     shadowed_by = {sh.hidden.id: sh.winner.id for sh in library.catalog.shadowed}
-    skill_nodes = [skill_record(s, shadowed_by.get(s.id)) for s in library.catalog.skills]
+    skill_nodes = with_companions([skill_record(s, shadowed_by.get(s.id))
+                                   for s in library.catalog.skills], skills)
     group_nodes = [group_record(g, skills) for g in library.groups.values()]
     if runs:
         stats = quality_from_runs(runs)

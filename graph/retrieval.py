@@ -1505,6 +1505,17 @@ class Retriever:
         for anchor in anchors[:3]:
             anchor_record = self._reads.node(anchor)
             anchor_name = anchor_record.name if anchor_record else anchor
+            # Companions read from the library itself (its texts, contracts, declarations
+            # and folders): weaker than runs or groups, but a library without either has
+            # only these.
+            for companion in anchor_record.data.get("companions", ()) if anchor_record else ():
+                cid = str(companion.get("id", ""))
+                if not cid or cid in exclude or cid == anchor:
+                    continue
+                names[cid] = str(companion.get("name", cid))
+                weights[cid] = weights.get(cid, 0.0) + 0.25
+                reasons.setdefault(cid, []).append(
+                    ("library", str(companion.get("reason", "")), anchor_name))
             for edge, other in self._reads.neighbors(anchor):
                 if other.kind is NodeKind.GROUP:
                     for member in other.data.get("members", ()):
@@ -1568,6 +1579,8 @@ def _reason(parts: tuple[str, str, str]) -> str:
         return f"used with {anchor} {detail}x"
     if kind == "flows":
         return f"runs {detail} {anchor} in a group"
+    if kind == "library":
+        return f"{anchor}: {detail}"
     raise ValueError(f"no wording for a {kind} reason")
 
 

@@ -460,6 +460,7 @@ SUPPORT_DEPTHS: tuple[int | None, ...] = (5, None, 10, 3)
 
 
 def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
+              fit_rows: Sequence[HistoryRow] = (),
               ) -> tuple[RetrievalConfig, dict[str, Any]]:
     """The group threshold and router confidence that maximise set F1 on ``held_out`` rows,
     with the rules that let single skills replace a chosen group (``single_skill_margin``,
@@ -480,13 +481,21 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     plain = Retriever(retriever.store, retriever.encoder,
                       replace(config, group_threshold=2.0, cjk_group_threshold=2.0,
                               fast_route_confidence=2.0))
-    rows: list[tuple[Toolbox, float, float]] = []
+    every: list[tuple[Toolbox, float, float]] = []
     for row in held_out:
         toolbox = probe.search(row.request)
         gold = set(row.skills)
         without = f1(set(plain.search(row.request).selected), gold)
-        rows.append((toolbox, f1(set(toolbox.selected), gold) if toolbox.group else without,
-                     without))
+        every.append((toolbox, f1(set(toolbox.selected), gold) if toolbox.group else without,
+                      without))
+    # The threshold and the rules say whether the chosen group is the right one: they are
+    # fitted on the rows whose task has a group to choose (its set recurs in the fit rows),
+    # when there are enough of them. The other rows ask for tasks no group learned; they
+    # decide ``top_in_a_group`` below, with all the rows.
+    counts = Counter(frozenset(r.skills) for r in fit_rows)
+    known = [entry for entry, row in zip(every, held_out, strict=True)
+             if counts[frozenset(row.skills)] >= 2]
+    rows = known if len(known) >= MIN_CALIBRATION_ROWS else every
 
     def shaped(margin: float, lead: float, depth: int | None, top: bool = config.top_in_a_group,
                ) -> list[tuple[float, float, float, float]]:
@@ -530,6 +539,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     # skill beats the group that shares its prerequisites. Kept only when it wins more rows
     # than it loses and gains at least TARGET_MIN_GAIN.
     top_rule = config.top_in_a_group
+    rows = every
     before = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
               for p in shaped(margin, lead, depth, top_rule)]
     flipped = shaped(margin, lead, depth, not top_rule)
@@ -552,7 +562,8 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
                    if threshold <= 0 and margin >= 1.0 and lead >= 1.0 and depth is None and not top_rule
                    else (2.0, 0.0))
     tuned = replace(tuned, fast_route_confidence=fast)
-    return tuned, {"sample": len(points), "set_f1": round(100 * value, 1),
+    return tuned, {"sample": len(points), "sample_with_groups": len(known),
+                   "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
                    "single_skill_margin": margin, "single_step_lead": lead,
                    "group_support_depth": depth, "top_in_a_group": top_rule,
@@ -690,7 +701,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
             base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
             near_miss.update(stand_in)
-            base, calibration = calibrate(Retriever(store, encoder, base), held_out)
+            base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows)
             calibration.update(skill_calibration)
             calibration.update(targets)
             calibration.update(near_miss)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
-from skillgrove.graph.retrieval import Retriever, RetrievalConfig, Toolbox
+from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox
 from skillgrove.runtime import bench
 from skillgrove.runtime.engine import Skillgrove
 from skillgrove.runtime.errors import InvalidRequestError
@@ -50,7 +50,7 @@ def test_bench_and_index_history_give_the_same_toolboxes(name: str, tmp_path: Pa
     dataset = cut(bench.read_dataset(folder))
     config = RetrievalConfig()
     # The harness: its own library folder, learned groups, co-use and transitions.
-    store, library, _ = bench._build(dataset, tmp_path / "bench", "groups", None,
+    store, _, _ = bench._build(dataset, tmp_path / "bench", "groups", None,
                                      encoder, lambda f: EmbeddedStore(f / "index.sqlite"))
     harness = Retriever(store, encoder, config)  # type: ignore[arg-type]
     # The product: the same folder, indexed by the engine with the history as its run log.

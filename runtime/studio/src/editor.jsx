@@ -124,7 +124,6 @@ export function Editor({ editing, setEditing, onDirty }) {
   const [states, setStates] = useState({});
   const [confirm, setConfirm] = useState(null);
   const [plan, setPlan] = useState(null);
-  const [dragging, setDragging] = useState(null);
   const [measured, setMeasured] = useState({});
   const dragStart = useRef(null);
   const canvasRef = useRef(null);
@@ -447,7 +446,7 @@ export function Editor({ editing, setEditing, onDirty }) {
   const selectedStep = steps.find((s) => String(s.id) === selected);
   const selectedSource = sources.find((s) => s.id === selected);
   const groupDiagnostics = ((check && check.diagnostics) || []).filter((d) => !d.step_id);
-  const ctx = { dragging, setDragging, skills, groups, sources };
+  const ctx = { skills, groups, sources };
   const errorCount = check ? check.errors || 0 : 0;
 
   return (
@@ -519,7 +518,6 @@ export function Editor({ editing, setEditing, onDirty }) {
                          return next;
                        })}
                        onNodeClick={(_, node) => setSelected(node.id)} onPaneClick={() => setSelected(null)}
-                       onConnectStart={(_, p) => setDragging(p)} onConnectEnd={() => setDragging(null)}
                        onInit={(instance) => { if (hadNodes.current) setTimeout(() => readableView(instance, canvasRef.current), 80); }}
                        minZoom={0.3} maxZoom={2} proOptions={{ hideAttribution: true }}
                        deleteKeyCode={["Delete", "Backspace"]} aria-label="Group canvas">

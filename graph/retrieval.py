@@ -497,9 +497,14 @@ class Retriever:
                 continue
             if covering is not None:
                 continue
-            if ranking and ranking[0].score >= floor and self.fits(ranking[0]) \
-                    and ranking[0].id not in chosen:
-                chosen[ranking[0].id] = index
+            found = self._with_known_partner(ranking, [*chosen, *([top.id] if top else [])])
+            if found is None:
+                continue
+            best, evidence = found
+            # A part is short: its embedding comes nearer anything than a whole request's,
+            # so its skill must fit by the hybrid score (``select_min``), not the embedding.
+            if evidence >= max(floor, self.config.select_min) and best.id not in chosen:
+                chosen[best.id] = index
         if len(chosen) < 2:
             return None
         tops = tuple(sorted(chosen, key=lambda sid: chosen[sid]))
@@ -517,6 +522,27 @@ class Retriever:
                 if depth < len(listed) and listed[depth].id not in woven:
                     woven[listed[depth].id] = listed[depth]
         return list(woven.values()), tops, len(rankings)
+
+    def _with_known_partner(self, ranking: Sequence[ScoredSkill], chosen: Sequence[str],
+                            ) -> tuple[ScoredSkill, float] | None:
+        """The skill a part of the request gets, and its evidence: its best-ranked one,
+        unless one of its first ``PARTNER_DEPTH`` is known to run after a skill chosen for
+        an earlier part (FLOWS_TO from it: a group's step or a declared prerequisite),
+        which counts ``PARTNER_BOOST`` more ("zip these files and email them to Bob": the
+        mail skill a group sends archives with)."""
+        if not ranking:
+            return None
+        partners: set[str] = set()
+        if chosen:
+            reads = self._reads
+            reads.fetch(neighbors=chosen)
+            partners = {edge.dst for sid in chosen
+                        for edge, _ in reads.neighbors(sid, [EdgeKind.FLOWS_TO])
+                        if edge.src == sid}
+        scored = [(s.score + (PARTNER_BOOST if s.id in partners else 0.0), s)
+                  for s in ranking[:PARTNER_DEPTH]]
+        evidence, best = max(scored, key=lambda t: t[0])
+        return best, evidence
 
     def _near_miss(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
                    query: str, vector: Any, context: RequestContext,
@@ -1784,6 +1810,9 @@ skill among its first three: "give me the mean and median of each column" is one
 halves both rank the statistics skill."""
 
 PART_RATIO = 0.5
+
+PARTNER_DEPTH = 10
+PARTNER_BOOST = 0.1
 
 SIBLING_CANDIDATES = 3
 """Siblings are looked for among the router's first three candidates: further down, its

@@ -185,3 +185,34 @@ def test_a_group_plus_one_more_task_gets_the_group_adjusted(
     extras = [names.get(s, s) for s in toolbox.selected if s not in toolbox.group.members]
     assert extras == ["file-checksum"]
     assert toolbox.shape == "composed"
+
+
+# Requests a new user tried (issue #25): (request, the group expected or None, the skills
+# selected in order, the edges among them by name).
+TRIED = [
+    # The best skill is not one of the group's steps, and none of them fits: the skill.
+    ("how positive is this review?", None, ["sentiment-score"], []),
+    # The demo request in Chinese: its English gloss finds the group the skills agree with.
+    ("帮我把这份PDF报告总结一下，然后把关键数字发邮件给团队", "group:report-analysis",
+     ["pdf-to-text", "extract-metrics", "summarize-text", "markdown-table", "send-email"], None),
+    # Two parts, the second known to follow the first (a group sends archives by mail).
+    ("zip up these three files and email them to Bob", None, ["zip-files", "send-email"],
+     [("zip-files", "send-email")]),
+]
+
+
+@pytest.mark.parametrize(("request_text", "group", "selected", "edges"), TRIED)
+def test_requests_a_new_user_tried(retriever: tuple[Library, Retriever], request_text: str,
+                                   group: str | None, selected: list[str],
+                                   edges: list[tuple[str, str]] | None) -> None:
+    _, search = retriever
+    toolbox = search.search(request_text)
+    assert (toolbox.group.id if toolbox.group else None) == group, toolbox.fallback_reason
+    names = {s.id: s.name for s in toolbox.skills}
+    if toolbox.group is not None:
+        names.update(zip(toolbox.group.members, toolbox.group.member_names, strict=False))
+    assert [names[s] for s in toolbox.selected] == selected
+    if edges is not None:
+        assert [(names[a], names[b]) for a, b in toolbox.edges] == edges
+    if edges:
+        assert toolbox.fallback_reason and "composed" in toolbox.fallback_reason

@@ -478,7 +478,7 @@ def test_openapi_describes_the_bodies_and_the_error_shape(client: httpx.Client) 
             # authoring (skillgrove studio uses these; tests/test_studio_api.py)
             "/v1/groups/check", "/v1/groups/files", "/v1/groups/{group_id}/source",
             "/v1/skills/{name}/impact", "/v1/drafts", "/v1/drafts/{draft_id}",
-            "/v1/drafts/{draft_id}/approve"} == set(spec["paths"])
+            "/v1/drafts/{draft_id}/approve", "/v1/samples"} == set(spec["paths"])
     search = spec["paths"]["/v1/search"]["post"]
     body_ref = search["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     body = spec["components"]["schemas"][body_ref.rsplit("/", 1)[1]]

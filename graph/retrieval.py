@@ -1424,8 +1424,9 @@ class Retriever:
         gloss, matched as English is (an English skill's)."""
         cfg = self.config
         skill_weight = cfg.skill_vector_weight if weight is None else weight
+        script: dict[str, Any] = {"cjk": True} if weight is not None else {}
         hits: dict[str, tuple[float, dict[str, Any]]] = {
-            sid: (score, {"vector": cosine, "lexical": lex})
+            sid: (score, {"vector": cosine, "lexical": lex, **script})
             for sid, (score, cosine, lex) in self._hybrid(
                 NodeKind.SKILL, query, vector, cfg.candidates, weight=skill_weight).items()}
         if glossed is not None:
@@ -1434,7 +1435,8 @@ class Retriever:
                     NodeKind.SKILL, text, gloss_vector, cfg.candidates,
                     weight=cfg.skill_vector_weight).items():
                 if sid not in hits or score > hits[sid][0]:
-                    hits[sid] = (score, {"vector": cosine, "lexical": lex, "gloss": text})
+                    hits[sid] = (score, {"vector": cosine, "lexical": lex, "gloss": text,
+                                        **script})
         return self._rank_skills(hits, context, k)
 
     def _rank_skills(self, hits: Mapping[str, tuple[float, Mapping[str, Any]]],
@@ -1495,14 +1497,20 @@ class Retriever:
         return kept
 
     def fits(self, skill: ScoredSkill) -> bool:
-        """Whether ``skill`` fits the request on its own: its score reaches ``select_min`` or
-        its embedding ``fit_min_cosine``."""
+        """Whether ``skill`` fits the request on its own: its embedding comes within
+        ``FIT_COSINE_SLACK`` of ``fit_min_cosine`` (words alone do not make a fit: "order
+        pizza for the team" and a tracker of teams' issues), and its score reaches
+        ``select_min`` or its embedding ``fit_min_cosine``. A request mostly in CJK script,
+        whose embedding says little, is judged by its score alone."""
         cfg = self.config
-        if skill.score >= cfg.select_min:
-            return True
         cosine = skill.explanation.get("vector")
-        return cfg.fit_min_cosine is not None and isinstance(cosine, float) \
-            and cosine >= cfg.fit_min_cosine
+        if cfg.fit_min_cosine is None or not isinstance(cosine, float) \
+                or skill.explanation.get("cjk"):
+            return skill.score >= cfg.select_min
+        if cosine < cfg.fit_min_cosine - FIT_COSINE_SLACK:
+            # Words alone ("order pizza for the team" and a tracker for teams' issues).
+            return False
+        return skill.score >= cfg.select_min or cosine >= cfg.fit_min_cosine
 
     def _answering(self, ids: Sequence[str]) -> list[str]:
         """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced
@@ -1810,6 +1818,8 @@ skill among its first three: "give me the mean and median of each column" is one
 halves both rank the statistics skill."""
 
 PART_RATIO = 0.5
+
+FIT_COSINE_SLACK = 0.02
 
 PARTNER_DEPTH = 10
 PARTNER_BOOST = 0.1

@@ -71,7 +71,7 @@ PAGE_SKILL = """
     entrypoint: {python: "main.py:run"}
     inputs:
       properties:
-        output_dir: {type: string}
+        output_dir: {type: string, format: path}
       required: [output_dir]
     outputs:
       properties:

@@ -138,7 +138,8 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
     request = "summarize the quarterly report PDF and email the metrics to the team"
     full = Retriever(store, encoder).search(request)
     assert full.group is not None and "route" not in full.group.explanation
-    fast_config = replace(DEFAULT_CONFIG, group_threshold=0.0, fast_route_confidence=0.0)
+    fast_config = replace(DEFAULT_CONFIG, group_threshold=0.0, fast_route_confidence=0.0,
+                          group_support_depth=None)
     fast = Retriever(store, _NoEncoder(), fast_config).search(request)  # type: ignore[arg-type]
     assert fast.group is not None and fast.group.id == full.group.id
     assert fast.group.explanation["route"] == "lexical"

@@ -16,6 +16,8 @@ import pytest
 
 from skillgrove.graph import Retriever, index_library
 from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.planner import request_parts
+from skillgrove.graph.text import cjk_share
 from skillgrove.groups import load_library
 from tests.helpers import copy_fixture_library
 from tests.neo4j.support import counted_reads, fresh_store
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.neo4j
 MAX_ROUND_TRIPS = 7
 """Measured: 5 or 6 per search on these requests with nothing kept (before batching: 40 to
 140; batched, before the combined searches and the read cache: 5 to 9)."""
+GLOSSED_GROUPS = 4
 MAX_REPEATED_ROUND_TRIPS = 3
 """The same request again: the index generation (with the sync token) and the searches, which
 are never kept: one statement, two for the request in Chinese (searched again by its English
@@ -61,7 +64,15 @@ def test_a_search_takes_a_handful_of_round_trips(tmp_path: Path, encoder: Cached
             assert retriever.search(request, k=5).skills == toolbox.skills
             repeated[request] = len(reads)
         assert min(counts.values()) >= 2  # the wrapper does see the reads
-        assert max(counts.values()) <= MAX_ROUND_TRIPS, counts
-        assert max(repeated.values()) <= MAX_REPEATED_ROUND_TRIPS, repeated
+        # Each part of a request beyond the first is searched on its own (graph/planner.py):
+        # one more statement each.
+        # A request in Chinese that no group fits as written looks for a group again by its
+        # English gloss: four more.
+        extra = {r: len(request_parts(r)) - 1 + (GLOSSED_GROUPS if cjk_share(r) > 0.3 else 0)
+                 for r in REQUESTS}
+        over = {r: (n, extra[r]) for r, n in counts.items() if n > MAX_ROUND_TRIPS + extra[r]}
+        assert not over, over
+        assert all(n <= MAX_REPEATED_ROUND_TRIPS + extra[r] for r, n in repeated.items()), \
+            repeated
     finally:
         store.close()

@@ -460,7 +460,7 @@ SUPPORT_DEPTHS: tuple[int | None, ...] = (5, None, 10, 3)
 
 
 def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
-              fit_rows: Sequence[HistoryRow] = (),
+              fit_rows: Sequence[HistoryRow] = (), min_support: int = 2,
               ) -> tuple[RetrievalConfig, dict[str, Any]]:
     """The group threshold and router confidence that maximise set F1 on ``held_out`` rows,
     with the rules that let single skills replace a chosen group (``single_skill_margin``,
@@ -494,7 +494,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     # decide ``top_in_a_group`` below, with all the rows.
     counts = Counter(frozenset(r.skills) for r in fit_rows)
     known = [entry for entry, row in zip(every, held_out, strict=True)
-             if counts[frozenset(row.skills)] >= 2]
+             if counts[frozenset(row.skills)] >= min_support]
     rows = known if len(known) >= MIN_CALIBRATION_ROWS else every
 
     def shaped(margin: float, lead: float, depth: int | None, top: bool = config.top_in_a_group,
@@ -701,7 +701,18 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
             base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
             near_miss.update(stand_in)
-            base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows)
+            if targets.get("library") == "sets seen once kept":
+                # The group threshold too is fitted where the held-out rows' sets are groups
+                # (seen once in the fit rows): otherwise almost no held-out row has its group
+                # to choose, and the threshold learns only that groups are wrong.
+                store.close()
+                store = _build(dataset, Path(scratch) / "calibration-once-groups", mode,
+                               fit_rows, encoder, make_store, min_support=1)[0]
+                base, calibration = calibrate(Retriever(store, encoder, base), held_out,
+                                              fit_rows, min_support=1)
+            else:
+                base, calibration = calibrate(Retriever(store, encoder, base), held_out,
+                                              fit_rows)
             calibration.update(skill_calibration)
             calibration.update(targets)
             calibration.update(near_miss)

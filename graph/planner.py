@@ -29,8 +29,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
-from skillgrove.graph.learning import acyclic_edges
+from skillgrove.graph.learning import acyclic_edges, topological_order
 from skillgrove.graph.text import cjk_share, tokenize
 
 
@@ -80,10 +81,12 @@ task, but a list item needs two ("and Bob" or "and hotels" is an argument of the
 it, not a task)."""
 
 
-def request_parts(request: str) -> list[Part]:
+@lru_cache(maxsize=1024)
+def request_parts(request: str) -> tuple[Part, ...]:
     """The parts of ``request``, in the order written: pieces between sequencing words,
     sentences and list separators that have at least ``MIN_PART_TOKENS`` content words each
     (a shorter piece stays with the part before it). A request of one part gives one part.
+    Remembered: one search asks for the parts of the same request several times.
 
     >>> [(p.text, p.join.value) for p in request_parts(
     ...     "Give me the forecast for Lyon, the current weather and the time zone there")]
@@ -122,7 +125,7 @@ def request_parts(request: str) -> list[Part]:
             parts[-1] = Part(parts[-1].text + " " + text, parts[-1].join)
             continue
         parts.append(Part(text, join if parts else Join.FIRST))
-    return parts or [Part(request.strip(), Join.FIRST)]
+    return tuple(parts) or (Part(request.strip(), Join.FIRST),)
 
 
 def _is_task(text: str, join: Join) -> bool:
@@ -209,8 +212,6 @@ def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = N
                 kept.append((a, b))
                 why[(a, b)] = "listed"
                 components = _components(chosen, kept)
-    from skillgrove.graph.learning import topological_order
-
     ordered = topological_order(order, kept)
     rank = {s: i for i, s in enumerate(ordered)}
     edges = tuple(sorted(kept, key=lambda e: (rank[e[0]], rank[e[1]])))

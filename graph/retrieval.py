@@ -267,8 +267,34 @@ class Toolbox:
             return "composed"
         return {0: "none", 1: "skill"}.get(len(self.selected), "skills")
 
+    @property
+    def reason(self) -> str:
+        """The answer in one sentence a user can check: what was chosen and why, and for a
+        composed toolbox the order its skills go in."""
+        names = {s.id: s.name for s in self.skills}
+        if self.group is not None:
+            members = self.group.member_names or self.group.members
+            said = (f"group '{self.group.name}' covers the request "
+                    f"({' -> '.join(members)})")
+            extra = [names.get(sid, sid) for sid in self.selected
+                     if sid not in self.group.members]
+            if extra:
+                said += f"; added {', '.join(extra)} for what it does not cover"
+            return said
+        chosen = [names.get(sid, sid) for sid in self.selected]
+        why = f"{self.fallback_reason}; " if self.fallback_reason else ""
+        if not chosen:
+            return why + "nothing in the library fits this request"
+        if len(chosen) == 1:
+            return why + f"one skill fits: {chosen[0]}"
+        if self.edges:
+            return why + f"composed: {', '.join(chosen)}, in this order"
+        return why + f"several skills, no order between them: {', '.join(chosen)}"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["reason"] = self.reason
+        return data
 
 
 class Retriever:

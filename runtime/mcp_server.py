@@ -1206,12 +1206,20 @@ class SkillgroveMCP:
                     except Exception as exc:  # the client left; keep draining
                         logger.debug("progress not sent: %s", exc)
 
+        # The work's own error is raised after the task group has closed: raised inside it,
+        # anyio would wrap it in an ExceptionGroup, and a client that asked for progress would
+        # get an internal error where one that did not gets the engine's typed error.
+        failure: Exception | None = None
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(report)
             try:
                 result = await anyio.to_thread.run_sync(work, on_event)
+            except Exception as exc:
+                failure = exc
             finally:
                 send.close()
+        if failure is not None:
+            raise failure
         return result
 
 

@@ -440,6 +440,43 @@ def test_errors_are_tool_errors_with_the_engine_message(
     assert message in text and "Traceback" not in text
 
 
+def _unconfirmed_cleanup(mcp: Connected) -> dict[str, Any]:
+    return {"group": "csv-cleanup",
+            "inputs": {"csv_path": str(mcp.library / "samples" / "customers_messy.csv"),
+                       "output_dir": str(mcp.root / "never-written"),
+                       "notify_email": "crm@example.com"}}
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("run_group", _unconfirmed_cleanup),
+    ("run_group", lambda mcp: {"group": "report-analysis", "inputs": {}}),
+    ("run_group", lambda mcp: {"group": "report-analysys"}),
+    ("group_report_analysis", lambda mcp: {"max_metrics": 3}),
+    ("run_skill", lambda mcp: {"name": "send-email", "inputs": {"to": "a@example.com",
+                                                                "subject": "s", "body": "b"}}),
+], ids=["needs-confirmation", "missing-input", "unknown-group", "group-tool", "skill-effects"])
+def test_a_run_error_is_the_same_typed_error_with_and_without_progress(
+        mcp: Connected, tool: str, arguments: Callable[[Connected], dict[str, Any]]) -> None:
+    answers = []
+    for progress in (None, []):
+        result = mcp.call(tool, arguments(mcp), progress=progress)
+        assert result.is_error and isinstance(result.structured_content, dict)
+        answers.append((result.structured_content["error"], result.content[0].text))  # type: ignore[union-attr]
+    (plain, plain_text), (with_progress, progress_text) = answers
+    assert plain["code"] != "internal_error" and "ExceptionGroup" not in progress_text
+    assert with_progress == plain and progress_text == plain_text
+
+
+def test_a_host_asking_for_progress_learns_which_effects_need_confirmation(
+        mcp: Connected) -> None:
+    result = mcp.call("run_group", _unconfirmed_cleanup(mcp), progress=[])
+    assert isinstance(result.structured_content, dict)
+    error = result.structured_content["error"]
+    assert error["code"] == "needs_confirmation"
+    assert error["details"]["effects"] == {"sends-email": ["send-email"]}
+    assert not (mcp.root / "never-written").exists()
+
+
 # -- resources ---------------------------------------------------------------------------------
 
 

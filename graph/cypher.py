@@ -810,3 +810,68 @@ def set_meta_entries(entries: Mapping[str, str]) -> Statement:
     """
     return (f"UNWIND $rows AS row MERGE (m:{META_LABEL} {{key: row.key}}) SET m.value = row.value",
             {"rows": [{"key": str(k), "value": str(v)} for k, v in entries.items()]})
+
+
+# -- the run log ------------------------------------------------------------------------------
+#
+#   (:SkillgroveRun {id, group, status, started_at, seconds, request, resumed_from, error,
+#                    run_dir, library, sandboxed, inputs, context, outputs})
+#   (:SkillgroveRun)-[:HAS_STEP]->(:SkillgroveStep {order, id, target, kind, status, inputs,
+#                    outputs, error, attempts, started_at, seconds, continued, definition, note})
+#
+# ``inputs``, ``context`` and ``outputs`` are JSON strings. Neither label is a NodeKind's, so a
+# sync and ``delete_all`` never touch runs: re-indexing or clearing the graph keeps the log.
+
+RUN_LABEL = "SkillgroveRun"
+STEP_LABEL = "SkillgroveStep"
+RUN_CONSTRAINT_NAME = "skillgrove_run_id"
+RUN_STARTED_INDEX_NAME = "skillgrove_run_started_at"
+
+
+def create_run_constraint() -> Statement:
+    return (f"CREATE CONSTRAINT $name IF NOT EXISTS FOR (r:{RUN_LABEL}) REQUIRE r.id IS UNIQUE",
+            {"name": RUN_CONSTRAINT_NAME})
+
+
+def create_run_started_index() -> Statement:
+    """Listing runs newest first reads this range index backwards instead of sorting them all."""
+    return (f"CREATE RANGE INDEX $name IF NOT EXISTS FOR (r:{RUN_LABEL}) ON (r.started_at)",
+            {"name": RUN_STARTED_INDEX_NAME})
+
+
+def write_run(run: Mapping[str, Any]) -> Statement:
+    """Creates or replaces the run ``run["id"]``: its properties, and its steps' old nodes
+    removed (:func:`write_steps` writes the new ones in the same transaction). ``run`` holds
+    the run's properties only (no ``steps``)."""
+    return (f"MERGE (r:{RUN_LABEL} {{id: $id}}) SET r = $run "
+            f"WITH r OPTIONAL MATCH (r)-[:HAS_STEP]->(s:{STEP_LABEL}) DETACH DELETE s "
+            "RETURN count(*) AS written",
+            {"id": run["id"], "run": dict(run)})
+
+
+def write_steps(run_id: str, steps: Sequence[Mapping[str, Any]]) -> Statement:
+    """The step nodes of a run, each with its ``order`` in the record."""
+    return (f"MATCH (r:{RUN_LABEL} {{id: $id}}) UNWIND $steps AS step "
+            f"CREATE (r)-[:HAS_STEP]->(s:{STEP_LABEL}) SET s = step",
+            {"id": run_id, "steps": [dict(s) for s in steps]})
+
+
+_RUN_COLUMNS = (f"r {{.*}} AS run, [(r)-[:HAS_STEP]->(s:{STEP_LABEL}) | s {{.*}}] AS steps")
+
+
+def read_run(run_id: str) -> Statement:
+    """One run by its exact id, with its steps (unordered: sort them by ``order``)."""
+    return f"MATCH (r:{RUN_LABEL} {{id: $id}}) RETURN {_RUN_COLUMNS}", {"id": run_id}
+
+
+def read_runs(limit: int) -> Statement:
+    """The ``limit`` most recent runs (by ``started_at``, then id), newest first."""
+    if limit < 0:
+        raise ValueError(f"limit must not be negative, not {limit}")
+    return (f"MATCH (r:{RUN_LABEL}) WITH r ORDER BY r.started_at DESC, r.id DESC LIMIT $limit "
+            f"RETURN {_RUN_COLUMNS}", {"limit": limit})
+
+
+def delete_runs() -> Statement:
+    """Every run and step (the schema stays); for tests and a reset."""
+    return f"MATCH (n) WHERE n:{RUN_LABEL} OR n:{STEP_LABEL} DETACH DELETE n", {}

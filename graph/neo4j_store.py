@@ -72,7 +72,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -103,6 +103,10 @@ from skillgrove.graph.errors import StoreError
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
 from skillgrove.graph.text import query_tokens, tokenize
 
+if TYPE_CHECKING:
+    from skillgrove.graph.neo4j_runlog import Neo4jRunLog
+
+T = TypeVar("T")
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 START_HINT = ("start one with `bash .ci/neo4j/server.sh start` (test server, no auth) or "
               "`docker compose up -d --wait` (with SKILLGROVE_NEO4J_PASSWORD set; see "
@@ -859,6 +863,38 @@ class Neo4jStore:
                 cache = _ReadCache(token)
                 self._cache = cache
             return cache
+
+    # -- for the run log and the library state (graph.neo4j_runlog, graph.team) --------------
+
+    def run_log(self) -> Neo4jRunLog:
+        """The run log in this store's database, through this store's driver (see
+        :mod:`graph.neo4j_runlog`)."""
+        from skillgrove.graph.neo4j_runlog import Neo4jRunLog
+
+        return Neo4jRunLog(self)
+
+    def read_rows(self, statement: Statement, action: str) -> list[dict[str, Any]]:
+        """A read of one's own (one round trip), failures as this store's StoreError."""
+        with self._errors(action):
+            return self._read(statement)
+
+    def write_transaction(self, work: Callable[[Callable[[Statement], list[dict[str, Any]]]], T],
+                          action: str) -> T:
+        """``work(run)`` in one managed write transaction: ``run(statement)`` gives the rows of a
+        statement in it. The driver retries the whole of ``work`` on transient failures, so
+        ``work`` must decide from what it reads in the transaction; nothing is applied unless
+        it returns."""
+
+        def attempt(tx: ManagedTransaction) -> T:
+            def run(statement: Statement) -> list[dict[str, Any]]:
+                query, params = statement
+                return _rows(tx.run(query, params))
+            return work(run)
+
+        with self._errors(action), self._driver.session(
+                database=self.database,
+                bookmark_manager=self._driver.execute_query_bookmark_manager) as session:
+            return session.execute_write(attempt)
 
     def set_meta(self, key: str, value: str) -> None:
         with self._errors("write meta"):

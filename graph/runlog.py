@@ -137,12 +137,29 @@ def _strict_json(record: dict[str, Any]) -> str:
         return json.dumps(keepable(record), ensure_ascii=False, allow_nan=False, default=str)
 
 
+def portable_record(run: RunRecord) -> dict[str, Any]:
+    """``run.to_dict()`` as every run log keeps it: strict JSON values (see
+    :func:`_strict_json`), so the SQLite and the Neo4j logs give back the same record."""
+    loaded: dict[str, Any] = json.loads(_strict_json(run.to_dict()))
+    return loaded
+
+
 class RunLog(Protocol):
+    """Where runs are kept: :class:`SqliteRunLog` (a file beside the index) or
+    :class:`~graph.neo4j_runlog.Neo4jRunLog` (the team's Neo4j). Both pass
+    ``tests/test_runlog_conformance.py``. ``record`` replaces a run of the same id whole;
+    ``list`` is newest first (by ``started_at``)."""
+
+    location: str
+    """Where the log is, as a message may name it."""
+
     def record(self, run: RunRecord) -> None: ...
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
     def list(self, limit: int = 20) -> list[RunRecord]: ...
+
+    def close(self) -> None: ...
 
 
 class SqliteRunLog:
@@ -150,6 +167,7 @@ class SqliteRunLog:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.location = str(path) if path is not None else "the run log in memory"
         if path is not None:
             make_private_folder(path.parent)
             _create_private(path)
@@ -189,8 +207,8 @@ class SqliteRunLog:
 
     def list(self, limit: int = 20) -> list[RunRecord]:
         with self._errors():
-            rows = self._db.execute("SELECT record FROM run ORDER BY started_at DESC LIMIT ?",
-                                    (limit,)).fetchall()
+            rows = self._db.execute("SELECT record FROM run ORDER BY started_at DESC, id DESC "
+                                    "LIMIT ?", (limit,)).fetchall()
             return [RunRecord.from_dict(json.loads(r[0])) for r in rows]
 
     def close(self) -> None:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from skillgrove.graph.learning import HistoryRow
     from skillgrove.graph.model import NodeRecord
     from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
-    from skillgrove.graph.runlog import RunRecord, SqliteRunLog
+    from skillgrove.graph.runlog import RunLog, RunRecord
     from skillgrove.graph.store import GraphStore
     from skillgrove.graph.suggest import Suggestions
     from skillgrove.groups.impact import Impact
@@ -242,7 +242,7 @@ class Skillgrove:
         self._store: GraphStore | None = None
         self._encoder: Encoder | None = None
         self._retriever: Retriever | None = None
-        self._run_log: SqliteRunLog | None = None
+        self._run_log: RunLog | None = None
         self._library: Library | None = None
         self._library_fingerprint: str | None = None
         self._broken: dict[str, tuple[str, ...]] = {}
@@ -308,13 +308,30 @@ class Skillgrove:
             return self._retriever
 
     @property
-    def run_log(self) -> SqliteRunLog:
+    def run_log(self) -> RunLog:
+        """The store's own run log when it keeps one (Neo4j: every process of a team reads
+        the same runs), else a SQLite file beside the index."""
         with self._init_lock:
             if self._run_log is None:
-                from skillgrove.graph.runlog import SqliteRunLog
+                shared = self._shared_run_log()
+                if shared is not None:
+                    self._run_log = shared
+                else:
+                    from skillgrove.graph.runlog import SqliteRunLog
 
-                self._run_log = SqliteRunLog(self.index_dir / RUN_LOG_FILE)
+                    self._run_log = SqliteRunLog(self.index_dir / RUN_LOG_FILE)
             return self._run_log
+
+    def _shared_run_log(self) -> RunLog | None:
+        if self._store_choice == "embedded":
+            return None  # never opened only to ask: opening creates the index file
+        make = getattr(self.store, "run_log", None)
+        return make() if callable(make) else None
+
+    def _has_runs(self) -> bool:
+        """Whether there is a run log to read (a missing SQLite file is not created for it)."""
+        return self._run_log is not None or self._store_choice != "embedded" \
+            or (self.index_dir / RUN_LOG_FILE).exists()
 
     @property
     def paths(self) -> list[Path]:
@@ -499,7 +516,7 @@ class Skillgrove:
         """The runs of this library (an index folder shared by several libraries keeps their
         statistics apart); a run recorded before runs named their library counts when its
         group is one of this library's."""
-        if not (self.index_dir / RUN_LOG_FILE).exists():
+        if not self._has_runs():
             return []
         library = self.library
         key = _library_key(library)
@@ -771,7 +788,7 @@ class Skillgrove:
         library = self.library
         if history is not None:
             rows = read_history(Path(history))
-        elif (self.index_dir / RUN_LOG_FILE).exists():
+        elif self._has_runs():
             runs = [run.to_dict() for run in self.run_log.list(limit=1_000_000)]
             rows = rows_from_runs(runs, library.groups, skill_run_prefix=SKILL_RUN_PREFIX)
         else:
@@ -970,7 +987,7 @@ class Skillgrove:
             raise InvalidRequestError("run_id", "must be a run id")
         found = self.run_log.get(run_id)
         if found is None:
-            raise NotFoundError(f"no run '{run_id}' in {self.index_dir / RUN_LOG_FILE}",
+            raise NotFoundError(f"no run '{run_id}' in {self.run_log.location}",
                                 {"kind": "run", "name": run_id})
         return found
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from skillgrove.runtime import commands
+from skillgrove.runtime.limits import DEFAULT_K, MAX_K
 from skillgrove.runtime.terminal import Style, plural
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
@@ -50,6 +51,14 @@ if TYPE_CHECKING:
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     return _bounded_int(text, 1, "at least 1")
+
+
+def skill_count(text: str) -> int:
+    """An argparse type: how many skills a search ranks (1 to ``MAX_K``)."""
+    value = _bounded_int(text, 1, f"from 1 to {MAX_K}")
+    if value > MAX_K:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_K} (got {value})")
+    return value
 
 
 def non_negative_int(text: str) -> int:
@@ -174,8 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--context", type=Path, metavar="FILE",
                         help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
     search.add_argument("--json", action="store_true", help="machine-readable output")
-    search.add_argument("-k", type=positive_int, default=10, metavar="N",
-                        help="how many skills to rank (at least 1; default 10)")
+    search.add_argument("--detail", choices=["compact", "full"], default="compact",
+                        help="with --json: compact (the default; what to use, in what order, "
+                             "with which inputs, and why) or full (every ranked skill with its "
+                             "scores, explanations and complete schemas)")
+    search.add_argument("-k", type=skill_count, default=DEFAULT_K, metavar="N",
+                        help=f"how many skills to rank (1 to {MAX_K}; default {DEFAULT_K})")
     _add_library_option(search)
     _add_store_args(search)
     _epilog(search, 'skillgrove search "summarize the quarterly report PDF" -k 5',

@@ -217,7 +217,7 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     try:
         toolbox = engine.search(args.request, load_context(args.context), k=args.k)
         if args.json:
-            out.write(json.dumps(engine.views.toolbox(toolbox), indent=2,
+            out.write(json.dumps(engine.views.view(toolbox, args.detail), indent=2,
                                  ensure_ascii=False) + "\n")
         else:
             out.write(render_toolbox(toolbox, engine.views.where))

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from skillgrove.runtime.executors import Executor
     from skillgrove.runtime.inject import Format, Injection
     from skillgrove.runtime.runner import Plan
-    from skillgrove.runtime.views import ToolboxViews
+    from skillgrove.runtime.views import Detail, ToolboxViews
     from skillgrove.skills.diagnostics import Diagnostic
     from skillgrove.skills.model import Skill
 
@@ -251,6 +251,7 @@ class Skillgrove:
         self._last_refresh: float | None = None
         self._last_error: str | None = None
         self._listeners: list[Callable[[Library], None]] = []
+        self._views: tuple[Library, ToolboxViews] | None = None
 
     # -- the parts, made on first use ---------------------------------------------------------
 
@@ -619,28 +620,39 @@ class Skillgrove:
 
     @property
     def views(self) -> ToolboxViews:
+        """The views of the library as loaded now: one per library, so each skill's view
+        (its folder resolved against its root) is made once per index generation."""
         from skillgrove.runtime.views import ToolboxViews
 
         library = self.library
-        return ToolboxViews(library.catalog.by_id(), library.groups, library.skills,
-                            record=self._record)
+        made = self._views
+        if made is None or made[0] is not library:
+            made = self._views = (library, ToolboxViews(library.catalog.by_id(), library.groups,
+                                                        library.skills, record=self._record))
+        return made[1]
 
     def _record(self, node_id: str) -> NodeRecord | None:
         return self.store.node(node_id)
 
     def toolbox(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
-                k: int = 10) -> dict[str, Any]:
-        """:meth:`search`, as the JSON view every interface returns."""
-        return self.views.toolbox(self.search(request, context, k))
+                k: int = 10, detail: Detail = "compact") -> dict[str, Any]:
+        """:meth:`search`, as the JSON view every interface returns: compact (what to use, in
+        what order, with which inputs, and why) or ``detail="full"`` (every score and
+        explanation, the whole schemas)."""
+        from skillgrove.runtime.views import DETAILS
+
+        if detail not in DETAILS:
+            raise InvalidRequestError("detail", f"must be one of {', '.join(DETAILS)} "
+                                      f"(got {detail!r})")
+        return self.views.view(self.search(request, context, k), detail)
 
     # -- the library ---------------------------------------------------------------------------
 
     def skill(self, name: str) -> SkillDetails:
         """A skill by name (or id): its view, instructions and the files of its folder."""
-        from skillgrove.runtime.views import skill_view
-
         found = self._skill(name)
-        return SkillDetails(skill_view(found), found.body(), tuple(_skill_files(found)))
+        return SkillDetails(dict(self.views.loaded(found)), found.body(),
+                            tuple(_skill_files(found)))
 
     def _skill(self, name: str) -> Skill:
         library = self.library

@@ -110,8 +110,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillgrove.graph.errors import StoreError
 from skillgrove.runtime import authoring
+from skillgrove.runtime.api import DEFAULT_K, MAX_K, CompactToolbox, Detail, FullToolbox
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
-from skillgrove.runtime.views import group_view, skill_view
+from skillgrove.runtime.views import group_view
 from skillgrove.skills.diagnostics import did_you_mean
 from skillgrove.skills.errors import SkillgroveError
 
@@ -190,7 +191,8 @@ class SearchBody(_Body):
 
     request: str = Field(min_length=1, description="What the user asked for, in their words.")
     context: RequestContextBody | None = None
-    k: int = Field(default=10, ge=1, le=100, description="How many single skills to rank.")
+    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K,
+                   description="How many single skills to rank.")
 
 
 class AskBody(_Body):
@@ -426,16 +428,12 @@ class GroupSourceView(BaseModel):
     document: Any
 
 
-class ToolboxView(_View):
-    request: str
-    shape: Literal["group", "skills", "none"]
-    group: dict[str, Any] | None
-    fallback_reason: str | None
-    selected: list[str]
-    skills: list[dict[str, Any]]
-    suggestions: list[dict[str, Any]]
-    group_candidates: list[dict[str, Any]]
-    latency_ms: float
+ToolboxView = CompactToolbox | FullToolbox
+"""A toolbox: compact by default, full with ``?detail=full``."""
+DetailParam = Annotated[Detail, Query(description="compact (the default): what to use, in "
+                                                  "what order, with which inputs, and why; "
+                                                  "full: every ranked skill with its scores, "
+                                                  "explanations and complete schemas.")]
 
 
 class PlannedStepView(BaseModel):
@@ -877,17 +875,17 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
 
     @router.post("/search", response_model=ToolboxView, tags=["retrieval"],
                  summary="The toolbox for a request: a group, or single skills")
-    def search(body: SearchBody) -> Response:
-        return _JSON(engine.toolbox(body.request, _context(body.context), body.k))
+    def search(body: SearchBody, detail: DetailParam = "compact") -> Response:
+        return _JSON(engine.toolbox(body.request, _context(body.context), body.k, detail))
 
     @router.post("/ask", response_model=AnswerView, tags=["retrieval"],
                  summary="Search, run the chosen group when it is ready, build the context "
                          "block")
-    def ask(body: AskBody) -> Response:
+    def ask(body: AskBody, detail: DetailParam = "compact") -> Response:
         answer = engine.ask(body.request, _context(body.context), body.inputs,
                             budget=body.budget, fmt=body.format, confirm=body.confirm,
                             plan_only=body.plan_only)
-        return _JSON({"toolbox": engine.views.toolbox(answer.toolbox),
+        return _JSON({"toolbox": engine.views.view(answer.toolbox, detail),
                       "run": answer.run.to_dict() if answer.run is not None else None,
                       "injection": _injection(answer.injection),
                       "notes": list(answer.notes),
@@ -907,7 +905,8 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                 summary="Every loaded skill")
     def skills() -> Response:
         loaded = engine.library.skills
-        return _JSON({"skills": [skill_view(loaded[name]) for name in sorted(loaded)]})
+        views = engine.views
+        return _JSON({"skills": [views.loaded(loaded[name]) for name in sorted(loaded)]})
 
     @router.get("/skills/{name}", response_model=SkillDetailsView, tags=["skills"],
                 summary="One skill: its view, instructions and files",

@@ -66,7 +66,6 @@ import mimetypes
 import re
 import sys
 import threading
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -93,6 +92,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillgrove.groups.model import GROUP_TOOL_PREFIX, group_tool_name
+from skillgrove.runtime.api import DEFAULT_K, MAX_K, toolbox_output_schema
 from skillgrove.runtime.errors import (
     EngineError,
     InvalidRequestError,
@@ -430,10 +430,12 @@ class _ToolSpec:
     description: str
     schema: Mapping[str, Any]
     annotations: types.ToolAnnotations
+    output: Mapping[str, Any] | None = None
 
     def tool(self) -> types.Tool:
         return types.Tool(name=self.name, title=self.title, description=self.description,
-                          input_schema=dict(self.schema), annotations=self.annotations)
+                          input_schema=dict(self.schema), annotations=self.annotations,
+                          output_schema=dict(self.output) if self.output else None)
 
 
 def _object(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
@@ -444,18 +446,56 @@ def _object(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict
     return schema
 
 
+def _answer(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    """An output schema that names what an answer always carries (and allows more)."""
+    return {"type": "object", "properties": dict(properties), "required": list(required)}
+
+
+_STRING = {"type": "string"}
+_RUN_ANSWER = _answer({"run_id": _STRING, "group": _STRING,
+                       "status": {"type": "string", "description": "success on a tool result "
+                                  "that is not an error"},
+                       "outputs": {"type": "object"}, "error": {"type": ["string", "null"]},
+                       "run": {"type": "object", "description": "The run record."}},
+                      ["run_id", "group", "status", "outputs", "run"])
+_SKILL_ANSWER = {"type": "object", "anyOf": [
+    _answer({"name": _STRING, "description": _STRING, "body": _STRING,
+             "input_schema": {"type": "object"}, "runnable": {"type": "boolean"},
+             "files": {"type": "array"}, "uri": _STRING},
+            ["name", "body", "input_schema", "files"]),
+    _answer({"skill": _STRING, "file": _STRING, "uri": _STRING, "size": {"type": "integer"},
+             "sha256": _STRING, "text": _STRING, "base64": _STRING},
+            ["skill", "file", "uri", "size", "sha256"])]}
+_RECORD_ANSWER = _answer({"id": _STRING, "group": _STRING, "status": _STRING,
+                          "outputs": {"type": "object"}, "steps": {"type": "array"}},
+                         ["id", "group", "status"])
+_INJECT_ANSWER = _answer({"text": _STRING, "tokens": {"type": "integer"},
+                          "budget": {"type": ["integer", "null"]}, "level": _STRING,
+                          "left_out": {"type": "array", "items": _STRING}},
+                         ["text", "tokens", "budget", "level", "left_out"])
+_GROUPS_ANSWER = _answer({"groups": {"type": "array", "items": {"type": "object"}}},
+                         ["groups"])
+
+
 BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
     _ToolSpec(
         "search_toolbox", "Find the toolbox for a task",
-        "Find what solves a request: a group (a ready pipeline of skills, with its steps and "
-        "input schema) or, when no group fits, single skills with scores, reasons and the "
-        "skills usually used with them. Start here.",
+        "Find what solves a request: a group (a ready pipeline of skills: its steps, their "
+        "order and its inputs) or, when no group fits, the single skills to use, in order, "
+        "with their inputs and what is usually used with them; and why, in one sentence. "
+        "Start here.",
         _object({"request": {"type": "string", "description": "The task, in the user's words."},
                  "context": _REQUEST_CONTEXT_SCHEMA,
-                 "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10,
-                       "description": "How many single skills to rank."}},
+                 "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
+                       "description": "How many single skills to rank."},
+                 "detail": {"type": "string", "enum": ["compact", "full"],
+                            "default": "compact",
+                            "description": "compact (the default): what to use, in what "
+                                           "order, with which inputs, and why; full: every "
+                                           "ranked skill with scores, explanations and "
+                                           "complete schemas."}},
                 ["request"]),
-        _READ_ONLY),
+        _READ_ONLY, toolbox_output_schema()),
     _ToolSpec(
         "get_skill", "Read a skill",
         "A skill's instructions (the SKILL.md body), its input schema, whether it can run here, "
@@ -464,7 +504,7 @@ BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
                  "file": {"type": "string",
                           "description": "A file of the skill folder, e.g. SKILL.md or main.py."}},
                 ["name"]),
-        _READ_ONLY),
+        _READ_ONLY, _SKILL_ANSWER),
     _ToolSpec(
         "run_group", "Run a group",
         "Run a group (a pipeline of skills) with its inputs; progress notifications follow each "
@@ -474,19 +514,19 @@ BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
                             "description": "The group's inputs (its input_schema)."},
                  "context": _RUN_CONTEXT_SCHEMA, "confirm": _CONFIRM_SCHEMA},
                 ["group"]),
-        _RUNS),
+        _RUNS, _RUN_ANSWER),
     _ToolSpec(
         "run_skill", "Run one skill",
         "Run one executable skill on its own with its inputs (its input_schema).",
         _object({"name": {"type": "string", "description": "Skill name."},
                  "inputs": {"type": "object"}, "confirm": _CONFIRM_SCHEMA},
                 ["name"]),
-        _RUNS),
+        _RUNS, _RUN_ANSWER),
     _ToolSpec(
         "get_run", "Read a run record",
         "A run record by id (or a unique prefix): status, inputs, outputs and every step.",
         _object({"id": {"type": "string", "description": "The run id."}}, ["id"]),
-        _READ_ONLY),
+        _READ_ONLY, _RECORD_ANSWER),
     _ToolSpec(
         "inject", "Context block for the agent",
         "The context block to put in the agent's prompt for a request, a run, or both: the "
@@ -497,13 +537,13 @@ BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
                  "format": {"type": "string", "enum": ["markdown", "xml"],
                             "default": "markdown"},
                  "context": _REQUEST_CONTEXT_SCHEMA}),
-        _READ_ONLY),
+        _READ_ONLY, _INJECT_ANSWER),
     _ToolSpec(
         "list_groups", "List the groups",
         "Every group file of the library: valid, last-good (serving its last good version "
         "while the file on disk has errors, which are listed) or errors.",
         _object({}),
-        _READ_ONLY),
+        _READ_ONLY, _GROUPS_ANSWER),
 )
 
 
@@ -600,62 +640,76 @@ def _inputs_text(schema: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_toolbox(view: Mapping[str, Any], group_tools: Mapping[str, str]) -> str:
+def _signature_text(inputs: Sequence[Mapping[str, Any]]) -> str:
+    """``pdf_path: string (required), max_metrics: integer``."""
+    return ", ".join(f"{i['name']}: {i['type']}" + (" (required)" if i["required"] else "")
+                     for i in inputs) or "none"
+
+
+def render_toolbox(view: Mapping[str, Any]) -> str:
+    """The compact toolbox as text: what to use, in what order, with which inputs, and why."""
     lines: list[str] = []
     group = view.get("group")
     if group:
-        lines.append(f"Group `{group['id']}` ({group.get('name')}), score {group.get('score')}.")
-        if group.get("description"):
-            lines.append(str(group["description"]))
-        steps = group.get("steps") or []
-        if steps:
-            lines.append("Steps: " + " -> ".join(f"{s['id']} ({s['target']})" for s in steps))
-        schema = group.get("input_schema") or {}
-        if schema.get("properties"):
-            lines.append("Inputs:")
-            lines += _inputs_text(schema)
-        if group.get("missing_inputs"):
-            lines.append("Still needed: " + ", ".join(group["missing_inputs"]))
-        elif group.get("ready"):
-            lines.append("Ready: the context holds every required input.")
-        if group.get("unavailable_reasons"):
-            lines.append("Cannot run here: " + "; ".join(group["unavailable_reasons"]))
-        tool = next((name for name, gid in group_tools.items() if gid == group["id"]), None)
-        run = f'Run it with run_group(group="{group["id"]}", inputs={{...}}, context={{...}})'
-        lines.append(run + (f" or the tool {tool}." if tool else "."))
+        lines.append(f"Group `{group['id']}` ({group.get('name')}): "
+                     f"{group.get('description') or ''}".rstrip(": "))
     elif view.get("shape") == "composed":
         lines.append("No group fits this request: a toolbox was composed from the skills it "
-                     "needs and their prerequisites, in this order.")
-        lines.append("Edges: " + ", ".join(f"{a} -> {b}" for a, b in view.get("edges") or []))
+                     "needs and their prerequisites.")
     elif view.get("shape") in ("skill", "skills"):
         lines.append("No group fits this request: use the selected single skill"
                      + ("." if view.get("shape") == "skill" else "s."))
     else:
         lines.append("Nothing in the library fits this request well.")
-    if view.get("fallback_reason"):
-        lines.append(f"Why no group: {view['fallback_reason']}")
+    lines.append(f"Why: {view.get('reason')}.")
+    if group:
+        steps = group.get("steps") or []
+        if steps:
+            lines.append("Steps: " + ", ".join(
+                f"{s['id']} ({s.get('skill') or s.get('group')})"
+                + (f" if {s['if']}" if s.get("if") else "") for s in steps))
+            lines.append("Order: " + (", ".join(f"{a} -> {b}" for a, b in group.get("edges")
+                                                or []) or "none"))
+        lines.append(f"Inputs: {_signature_text(group.get('inputs') or [])}.")
+        if group.get("missing_inputs"):
+            lines.append("Still needed: " + ", ".join(group["missing_inputs"]) + ".")
+        elif group.get("ready"):
+            lines.append("Ready: the context holds every required input.")
+        if group.get("unavailable_reasons"):
+            lines.append("Cannot run here: " + "; ".join(group["unavailable_reasons"]))
+        if group.get("effects"):
+            lines.append("Side effects: " + "; ".join(
+                f"{effect} ({', '.join(names)})" for effect, names in group["effects"].items())
+                + "; pass confirm: true once the user agrees.")
+        run = (f'Run it with run_group(group="{group["id"]}", inputs={{...}}, '
+               'context={"values": {...}})')
+        tool = group.get("tool")
+        lines.append(run + (f" or the tool {tool}." if tool else "."))
+    elif view.get("edges"):
+        lines.append("Order: " + ", ".join(f"{a} -> {b}" for a, b in view["edges"]))
+    fallback = str(view.get("fallback_reason") or "")
+    if fallback and fallback not in str(view.get("reason")):
+        lines.append(f"Why no group: {fallback}")
     skills = view.get("skills") or []
-    if group:  # the group's own members; the ranking is in the structured content
-        skills = [skill for skill in skills if skill.get("selected")]
     if skills:
-        lines.append("Its skills:" if group else "Skills:")
-        # Same-named copies (two collections) are told apart by id and folder below the root.
-        names = Counter(str(skill.get("name")) for skill in skills[:8])
-        for skill in skills[:8]:
-            how = "runnable" if skill.get("runnable") else "instructions only"
-            if not skill.get("available", True):
-                how = "unavailable: " + "; ".join(skill.get("unavailable_reasons") or [])
-            mark = " [selected]" if skill.get("selected") else ""
-            score = f", score {skill['score']}" if skill.get("score") is not None else ""
-            if names[str(skill.get("name"))] > 1:
-                mark += f" (id {skill.get('id')}, at {skill.get('path')})"
-            lines.append(f"  - {skill['name']}{mark} ({how}{score}): {skill.get('description')}")
+        lines.append("Its skills:" if group else "Skills, in order:")
+        for skill in skills:
+            how = "runnable with run_skill" if skill.get("runnable") else "instructions only"
+            if skill.get("unavailable_reasons"):
+                how = "unavailable: " + "; ".join(skill["unavailable_reasons"])
+            if skill.get("effects"):
+                how += ", effects " + ", ".join(skill["effects"])
+            where = f" (id {skill['id']}, at {skill.get('path')})" if skill.get("id") else ""
+            lines.append(f"  - {skill['name']}{where} ({how}): {skill.get('description')}")
+            if skill.get("inputs") is not None:
+                lines.append(f"    inputs: {_signature_text(skill['inputs'])}")
     suggestions = view.get("suggestions") or []
     if suggestions:
         lines.append("Usually used with: " + ", ".join(
-            f"{s['name']} ({str(s.get('reason')).split(';')[0]})" for s in suggestions))
+            f"{s['name']} ({s['reason']})" for s in suggestions))
     lines.append("Read a skill's instructions with get_skill(name) or the resource "
-                 "skill://<name>/SKILL.md.")
+                 "skill://<name>/SKILL.md; search_toolbox with detail=\"full\" gives every "
+                 "score and explanation.")
     return "\n".join(lines)
 
 
@@ -1097,10 +1151,19 @@ class SkillgroveMCP:
 
     async def _search_toolbox(self, ctx: ServerRequestContext[Any],
                               args: dict[str, Any]) -> types.CallToolResult:
-        view = await anyio.to_thread.run_sync(self.engine.toolbox, args["request"],
-                                              args.get("context"), args.get("k", 10))
         catalog = await self._catalog()
-        return _result(view, render_toolbox(view, catalog.group_tools))
+        tools = {gid: name for name, gid in catalog.group_tools.items()}
+        detail = args.get("detail", "compact")
+
+        def search() -> tuple[dict[str, Any], dict[str, Any]]:
+            toolbox = self.engine.search(args["request"], args.get("context"),
+                                         args.get("k", DEFAULT_K))
+            views = self.engine.views
+            compact = views.compact(toolbox, tools)
+            return compact, compact if detail == "compact" else views.view(toolbox, detail)
+
+        compact, view = await anyio.to_thread.run_sync(search)
+        return _result(view, render_toolbox(compact))
 
     async def _get_skill(self, ctx: ServerRequestContext[Any],
                          args: dict[str, Any]) -> types.CallToolResult:
@@ -1250,7 +1313,7 @@ def _group_tool(name: str, view: Mapping[str, Any], group: Group,
                       description=f"{group.description}\n\nRuns the skillgrove group "
                                   f"'{group.id}': {steps}. Progress arrives as notifications."
                                   f"{changes}",
-                      input_schema=schema, annotations=_RUNS,
+                      input_schema=schema, annotations=_RUNS, output_schema=_RUN_ANSWER,
                       _meta={"skillgrove/group": group.id})
 
 

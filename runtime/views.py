@@ -8,14 +8,21 @@ here (and why not).
 Where a skill is, in every skill view: ``location`` (its SKILL.md), ``root`` (the library root
 it was found under) and ``path`` (its folder below that root, ``/``-separated), which is what
 tells two same-named skills apart: ``{"name": "pdf", "path": "vendor/PDF", ...}``.
+
+A toolbox has two views. The **compact** one (the default everywhere) is what an agent reads
+before acting, a few hundred tokens: what to use, in what order, with which inputs (a compact
+signature: name, type, required) and why, in one sentence (``Toolbox.reason``). The **full**
+one (``detail="full"``) adds every ranked skill with its scores and explanations, the complete
+JSON Schemas, the group candidates and the timings.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Literal
 
 from skillgrove.graph.documents import GROUP_PREFIX
 from skillgrove.graph.model import NodeRecord
@@ -26,6 +33,46 @@ from skillgrove.groups.model import Group, InputSpec
 from skillgrove.skills.model import Skill
 
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+Detail = Literal["compact", "full"]
+DETAILS: tuple[Detail, ...] = ("compact", "full")
+DEFAULT_DETAIL: Detail = "compact"
+SUMMARY_LIMIT = 200
+"""Characters of a description a compact view keeps (its first sentence, at most this)."""
+COMPACT_OTHERS = 5
+"""Ranked but unselected skills a compact view names (names only)."""
+
+
+def signature(schema: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The compact signature of an input schema: each input's name, type and whether it is
+    required, in the schema's order.
+
+    >>> signature({"properties": {"path": {"type": "string"}, "n": {"type": "integer",
+    ...            "default": 0}}, "required": ["path"]})
+    [{'name': 'path', 'type': 'string', 'required': True}, {'name': 'n', 'type': 'integer', \
+'required': False}]
+    """
+    if not schema:
+        return []
+    required = set(schema.get("required") or ())
+    out = []
+    for name, prop in (schema.get("properties") or {}).items():
+        kind = prop.get("type", "any") if isinstance(prop, Mapping) else "any"
+        if isinstance(kind, list):
+            kind = "|".join(str(k) for k in kind)
+        out.append({"name": name, "type": str(kind), "required": name in required})
+    return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。])\s")
+
+
+def summary(text: str | None) -> str:
+    """The first sentence of a description (cut at ``SUMMARY_LIMIT`` characters)."""
+    text = " ".join((text or "").split())
+    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    if len(first) > SUMMARY_LIMIT:
+        first = first[:SUMMARY_LIMIT - 1].rstrip() + "…"
+    return first
 
 
 def input_schema(specs: tuple[InputSpec, ...]) -> dict[str, Any]:
@@ -148,6 +195,16 @@ class ToolboxViews:
         self.record = record
         """``record(id) -> NodeRecord | None``: the index's node, for ids the library lacks."""
         self._name_counts: Counter[str] | None = None
+        self._loaded: dict[str, Mapping[str, Any]] = {}
+
+    def loaded(self, skill: Skill) -> Mapping[str, Any]:
+        """The view of a loaded skill, made once per library: a view resolves the skill's
+        folder against its root (two realpath walks), which is most of a toolbox's cost when
+        repeated on every answer. Callers copy it before changing it."""
+        found = self._loaded.get(skill.id)
+        if found is None or self.skills_by_id.get(skill.id) is not skill:
+            found = self._loaded[skill.id] = skill_view(skill)
+        return found
 
     def shared_name(self, name: str) -> bool:
         """Whether more than one loaded skill has this name (a listing should then say which
@@ -168,7 +225,7 @@ class ToolboxViews:
     def skill(self, skill_id: str, name: str = "") -> dict[str, Any]:
         skill = self.skills_by_id.get(skill_id)
         if skill is not None:
-            return skill_view(skill)
+            return dict(self.loaded(skill))
         record = self.record(skill_id) if self.record is not None else None
         if record is not None:
             return skill_view_from_record(record)
@@ -224,6 +281,92 @@ class ToolboxViews:
                                  for gid, score in toolbox.group_candidates],
             "latency_ms": round(toolbox.latency_ms, 2),
         }
+
+
+    def view(self, toolbox: Toolbox, detail: Detail = DEFAULT_DETAIL,
+             tools: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The toolbox's view at ``detail``; ``tools`` (group id -> tool name) names the MCP
+        tool of a group exposed as one."""
+        if detail == "full":
+            return {**self.toolbox(toolbox), "reason": toolbox.reason, "detail": "full"}
+        if detail == "compact":
+            return self.compact(toolbox, tools)
+        raise ValueError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
+
+    def compact(self, toolbox: Toolbox, tools: Mapping[str, str] | None = None,
+                ) -> dict[str, Any]:
+        """What an agent needs to act, in a few hundred tokens: the chosen group (its steps,
+        their order and its inputs) or the selected skills (in order, with their inputs), why
+        in one sentence, and what is usually used with them. Scores and explanations are in
+        the full view."""
+        by_id: dict[str, str] = {s.id: s.name for s in toolbox.skills}
+        # A group's members take what its steps wire into them: the group's inputs are what
+        # the caller sends, so the members' own signatures are left to the full view.
+        members = set(toolbox.group.members) if toolbox.group is not None else set()
+        selected = [self._compact_skill(sid, by_id.get(sid, ""), sid not in members)
+                    for sid in toolbox.selected]
+        names = {sid: view["name"] for sid, view in zip(toolbox.selected, selected, strict=True)}
+        chosen = set(toolbox.selected)
+        others = [s.name for s in toolbox.skills if s.id not in chosen][:COMPACT_OTHERS]
+        group = None
+        if toolbox.group is not None:
+            group = self._compact_group(toolbox, tools or {})
+        return {
+            "request": toolbox.request,
+            "shape": toolbox.shape,
+            "reason": toolbox.reason,
+            "group": group,
+            "skills": selected,
+            "edges": [[names.get(a, by_id.get(a, a)), names.get(b, by_id.get(b, b))]
+                      for a, b in toolbox.edges],
+            "fallback_reason": toolbox.fallback_reason,
+            "suggestions": [{"name": s.name, "reason": str(s.reason).split(";")[0]}
+                            for s in toolbox.suggestions],
+            "others": others,
+            "detail": "compact",
+        }
+
+    def _compact_skill(self, skill_id: str, name: str = "", inputs: bool = True,
+                       ) -> dict[str, Any]:
+        full = self.skill(skill_id, name)
+        view: dict[str, Any] = {"name": full["name"],
+                                "description": summary(full.get("description"))}
+        if inputs:
+            view["inputs"] = signature(full.get("input_schema"))
+        view["runnable"] = bool(full.get("runnable"))
+        if self.shared_name(str(full["name"])):
+            view.update(id=full["id"], path=full.get("path"))
+        if full.get("effects"):
+            view["effects"] = list(full["effects"])
+        if not full.get("available", True):
+            view["unavailable_reasons"] = list(full.get("unavailable_reasons") or [])
+        return view
+
+    def _compact_group(self, toolbox: Toolbox, tools: Mapping[str, str]) -> dict[str, Any]:
+        choice = toolbox.group
+        assert choice is not None
+        gid = choice.id.removeprefix(GROUP_PREFIX)
+        group = self.groups.get(gid)
+        view: dict[str, Any] = {"id": gid, "name": choice.name}
+        if group is not None:
+            full = group_view(group, self.skills_by_name, self.groups)
+            view.update(
+                description=summary(group.description),
+                steps=[{"id": s.id, s.kind: s.target, **({"if": s.if_} if s.if_ else {})}
+                       for s in group.steps],
+                edges=full["edges"],
+                inputs=signature(full["input_schema"]),
+                outputs=full["outputs"])
+            if full["effects"]:
+                view["effects"] = full["effects"]
+            if full["unavailable_reasons"]:
+                view["unavailable_reasons"] = full["unavailable_reasons"]
+        else:
+            view.update(steps=[], edges=[list(edge) for edge in choice.edges], inputs=[])
+        view.update(ready=choice.ready, missing_inputs=list(choice.missing_inputs))
+        if gid in tools:
+            view["tool"] = tools[gid]
+        return view
 
 
 def run_view(run: RunRecord) -> dict[str, Any]:

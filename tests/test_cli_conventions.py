@@ -149,10 +149,13 @@ def test_library_and_the_path_alias_check_the_same_folders(library: Path, tmp_pa
 # -- bad values -------------------------------------------------------------------------------
 
 BAD_VALUES = [
-    (["search", "summarize a pdf", "-k", "0"], "argument -k: must be at least 1 (got 0)"),
-    (["search", "summarize a pdf", "-k", "-3"], "argument -k: must be at least 1 (got -3)"),
+    (["search", "summarize a pdf", "-k", "0"], "argument -k: must be from 1 to 50 (got 0)"),
+    (["search", "summarize a pdf", "-k", "-3"], "argument -k: must be from 1 to 50 (got -3)"),
+    (["search", "summarize a pdf", "-k", "51"], "argument -k: must be from 1 to 50 (got 51)"),
     (["search", "summarize a pdf", "-k", "ten"],
-     "argument -k: must be a whole number at least 1 (got 'ten')"),
+     "argument -k: must be a whole number from 1 to 50 (got 'ten')"),
+    (["search", "summarize a pdf", "--detail", "all"],
+     "argument --detail: invalid choice: 'all' (choose from 'compact', 'full')"),
     (["search", ""], "argument request: the request is empty"),
     (["search", "   \t"], "argument request: the request is empty"),
     (["ask", " "], "argument request: the request is empty"),

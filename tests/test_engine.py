@@ -73,7 +73,7 @@ def test_the_python_api_as_the_readme_shows_it(engine: Skillgrove, library: Path
     assert view["group"]["input_schema"]["required"] == ["csv_path"]
     assert [m["name"] for m in view["group"]["members"]] == ["csv-stats", "make-chart",
                                                              "send-email"]
-    fallback = engine.toolbox("count the words in this paragraph")
+    fallback = engine.toolbox("count the words in this paragraph", detail="full")
     assert fallback["shape"] in ("skill", "skills") and fallback["selected"][0] == "word-count"
     top = fallback["skills"][0]
     assert top["location"] == str(library / "skills" / "word-count" / "SKILL.md")
@@ -191,7 +191,8 @@ def test_watch_serves_an_edited_skill_within_two_seconds(engine: Skillgrove,
             "Count the words of a text.", "Count the words of a text, like wc -w."))
         started = time.monotonic()
         while time.monotonic() - started < 2.0:
-            view = engine.toolbox("count the words in this paragraph")["skills"][0]
+            view = engine.toolbox("count the words in this paragraph",
+                                  detail="full")["skills"][0]
             if view["description"].endswith("like wc -w."):
                 break
             time.sleep(0.05)

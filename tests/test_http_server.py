@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from skillgrove.runtime.api import CompactToolbox, FullToolbox
 from skillgrove.runtime.http_server import (
     AnswerView,
     ErrorBody,
@@ -35,7 +36,6 @@ from skillgrove.runtime.http_server import (
     RunView,
     SkillDetailsView,
     SkillList,
-    ToolboxView,
 )
 from skillgrove.runtime.paths import bundled_library
 
@@ -176,19 +176,39 @@ def test_healthz_says_alive_and_readyz_gives_the_engine_health(client: httpx.Cli
 def test_search_chooses_the_report_group(client: httpx.Client) -> None:
     response = client.post("/v1/search", json={"request": GROUP_REQUEST})
     assert response.status_code == 200
-    toolbox = ToolboxView.model_validate(response.json())
+    toolbox = CompactToolbox.model_validate(response.json())
     assert toolbox.shape == "group"
-    assert toolbox.group is not None and toolbox.group["id"] == "report-analysis"
-    assert {"pdf-to-text", "extract-metrics", "send-email"} <= set(toolbox.selected)
+    assert toolbox.group is not None and toolbox.group.id == "report-analysis"
+    assert {"pdf-to-text", "extract-metrics", "send-email"} <= {s.name for s in toolbox.skills}
     assert toolbox.request == GROUP_REQUEST
 
 
 def test_search_falls_back_when_no_group_fits(client: httpx.Client) -> None:
-    response = client.post("/v1/search", json={"request": FALLBACK_REQUEST, "k": 3})
-    toolbox = ToolboxView.model_validate(response.json())
+    response = client.post("/v1/search?detail=full", json={"request": FALLBACK_REQUEST,
+                                                           "k": 3})
+    toolbox = FullToolbox.model_validate(response.json())
     assert toolbox.shape != "group" and toolbox.group is None
-    assert toolbox.fallback_reason and "no group fits" in toolbox.fallback_reason
-    assert len(toolbox.skills) <= 3
+    assert toolbox.model_extra is not None
+    assert "no group fits" in toolbox.model_extra["fallback_reason"]
+    assert len(toolbox.skills) <= 3 and all("score" in s for s in toolbox.skills)
+
+
+def test_the_demo_toolbox_is_compact_unless_full_detail_is_asked_for(
+        client: httpx.Client) -> None:
+    from skillgrove.runtime.inject import count_tokens
+
+    request = {"request": "summarize this PDF report and email the key numbers to the team"}
+    compact = client.post("/v1/search", json=request)
+    assert count_tokens(compact.text) <= 1500, count_tokens(compact.text)
+    toolbox = CompactToolbox.model_validate(compact.json())
+    assert toolbox.group is not None and toolbox.group.inputs[0].name == "pdf_path"
+    assert toolbox.reason.startswith("group 'Report analysis and notification'")
+    full = client.post("/v1/search", params={"detail": "full"}, json=request)
+    assert count_tokens(full.text) > 4 * 1500
+    assert full.json()["group"]["input_schema"]["required"] == ["pdf_path"]
+    wrong = assert_error(client.post("/v1/search", params={"detail": "all"}, json=request),
+                         422, "invalid_request")
+    assert wrong["details"]["field"] == "detail"
 
 
 def test_search_reads_the_context(client: httpx.Client) -> None:

@@ -289,22 +289,73 @@ def test_search_returns_the_group_for_a_request_it_fits(mcp: Connected) -> None:
     assert not result.is_error and isinstance(toolbox, dict)
     assert toolbox["shape"] == "group"
     group = toolbox["group"]
-    assert group["id"] == "report-analysis"
+    assert group["id"] == "report-analysis" and group["tool"] == "group_report_analysis"
+    assert group["steps"][0] == {"id": "extract_text", "skill": "pdf-to-text"}
     assert [s["id"] for s in group["steps"]] == ["extract_text", "metrics", "summarize",
                                                  "figures", "notify"]
     assert ["extract_text", "metrics"] in group["edges"]
-    assert group["input_schema"]["required"] == ["pdf_path"]
+    assert group["inputs"][0] == {"name": "pdf_path", "type": "string", "required": True}
     assert group["missing_inputs"] == ["pdf_path"]
+    assert group["effects"] == {"sends-email": ["send-email"]}
+    assert toolbox["reason"].startswith("group 'Report analysis and notification' covers")
     text = result.content[0].text  # type: ignore[union-attr]
     assert "Group `report-analysis`" in text and "group_report_analysis" in text
+    assert "Inputs: pdf_path: string (required), max_metrics: integer" in text
+    assert f"Why: {toolbox['reason']}." in text
 
 
 def test_search_falls_back_to_single_skills_when_no_group_fits(mcp: Connected) -> None:
     toolbox = mcp.data("search_toolbox", {"request": "translate this paragraph into German"})
     assert toolbox["shape"] != "group" and toolbox["group"] is None
     assert toolbox["fallback_reason"].startswith("no group fits")
-    assert toolbox["skills"] and all("score" in s and "explanation" in s
-                                     for s in toolbox["skills"])
+    assert toolbox["reason"].startswith(toolbox["fallback_reason"])
+    full = mcp.data("search_toolbox", {"request": "translate this paragraph into German",
+                                       "detail": "full"})
+    assert full["detail"] == "full" and full["reason"] == toolbox["reason"]
+    assert full["skills"] and all("score" in s and "explanation" in s for s in full["skills"])
+
+
+DEMO_REQUEST = "summarize this PDF report and email the key numbers to the team"
+COMPACT_TOKENS = 1500
+"""What the demo request's toolbox may cost an agent (cl100k_base), structured or as text."""
+
+
+def test_the_demo_toolbox_is_compact_in_structured_content_and_text(mcp: Connected) -> None:
+    from skillgrove.runtime.inject import count_tokens
+
+    result = mcp.call("search_toolbox", {"request": DEMO_REQUEST})
+    assert not result.is_error
+    structured = result.structured_content
+    assert isinstance(structured, dict) and structured["detail"] == "compact"
+    text = result.content[0].text  # type: ignore[union-attr]
+    sent = json.dumps(structured, ensure_ascii=False)
+    assert count_tokens(sent) <= COMPACT_TOKENS, count_tokens(sent)
+    assert count_tokens(text) <= COMPACT_TOKENS, count_tokens(text)
+    # What to use, in what order, with which inputs, and why.
+    group = structured["group"]
+    assert [s["skill"] for s in group["steps"]] == [
+        "pdf-to-text", "extract-metrics", "summarize-text", "markdown-table", "send-email"]
+    assert ["summarize", "notify"] in group["edges"]
+    assert {"name": "pdf_path", "type": "string", "required": True} in group["inputs"]
+    assert structured["reason"] and "\n" not in structured["reason"]
+    assert all("score" not in s and "explanation" not in s for s in structured["skills"])
+    full = mcp.data("search_toolbox", {"request": DEMO_REQUEST, "detail": "full"})
+    assert count_tokens(json.dumps(full, ensure_ascii=False)) > 4 * COMPACT_TOKENS
+    assert full["group"]["input_schema"]["required"] == ["pdf_path"]
+
+
+def test_every_tool_declares_an_output_schema_its_answers_meet(mcp: Connected) -> None:
+    tools = mcp.tools()
+    assert all(tool.output_schema for tool in tools.values()), [
+        name for name, tool in tools.items() if not tool.output_schema]
+    import jsonschema
+
+    for detail in ("compact", "full"):
+        answer = mcp.data("search_toolbox", {"request": DEMO_REQUEST, "detail": detail})
+        jsonschema.validate(answer, tools["search_toolbox"].output_schema or {})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"request": "x", "shape": "group", "detail": "compact"},
+                            tools["search_toolbox"].output_schema or {})
 
 
 def test_get_skill_returns_instructions_and_files_with_digests(mcp: Connected) -> None:
@@ -425,6 +476,8 @@ def test_list_groups_reports_every_bundled_group_valid(mcp: Connected) -> None:
      "no skill 'pdf-to-txt' (did you mean 'pdf-to-text'?)"),
     ("get_run", {"id": "no-such-run"}, "not_found", "no run 'no-such-run'"),
     ("search_toolbox", {}, "invalid_request", "arguments: 'request' is a required property"),
+    ("search_toolbox", {"request": "x", "detail": "all"}, "invalid_request",
+     "'all' is not one of ['compact', 'full']"),
     ("group_report_analysys", {}, "not_found",
      "no tool 'group_report_analysys' (did you mean 'group_report_analysis'?)"),
     ("run_group", {"group": "report-analysis", "inputs": {}}, "run_error", "pdf_path"),

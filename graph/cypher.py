@@ -453,6 +453,14 @@ SYNC_TOKEN_KEY = "skillgrove.sync"
 unchanged, nothing a sync writes has changed, so a reader may keep what it read."""
 
 
+def lock_sync(token: str) -> Statement:
+    """A sync's first statement: writes its token to the :data:`SYNC_TOKEN_KEY` node, whose
+    write lock the transaction then holds to its end (two syncs at once run one after the
+    other)."""
+    return (f"MERGE (m:{META_LABEL} {{key: $key}}) SET m.value = $token RETURN m.value AS value",
+            {"key": SYNC_TOKEN_KEY, "token": token})
+
+
 def get_meta_and_token(key: str) -> Statement:
     """A meta entry and the :data:`SYNC_TOKEN_KEY` in one read (one row, nulls when absent)."""
     return (f"OPTIONAL MATCH (m:{META_LABEL} {{key: $key}}) "

@@ -50,6 +50,14 @@ with the embedded store (whose ``get_meta`` reloads a changed file); the single 
 kept of a graph without a token (never synced, or cleared); a change made to the graph around
 ``sync`` (Cypher of one's own) is not noticed until the next sync.
 
+**Two writers.** Replicas of a team may re-index at the same moment. A sync's transaction
+begins by writing its sync token to the token's meta node, which holds that node's write lock
+until the transaction ends: a second sync waits at its first statement, and then reads the graph
+the first committed and works out its difference from that. Syncs are serialized, and the graph
+left is always the whole graph of the last one to commit — its nodes, its edges and the meta
+(fingerprint, generation, router) that describe them; without the lock, two syncs that read the
+same old graph left a mix of both (``tests/test_store_conformance.py``, two writers).
+
 **Metadata** (the index's generation, router, library fingerprint) is written by the sync's
 transaction too (``sync(..., meta=)``): a reader sees the new graph with its new generation or
 the old graph with the old one, whenever the writer was stopped.
@@ -495,6 +503,10 @@ class Neo4jStore:
             query, params = statement
             return _rows(tx.run(query, params))
 
+        # First, the lock: writing the sync token takes the write lock of its meta node until
+        # this transaction ends, so a sync of another process waits here, then reads what this
+        # one committed (see "Two writers" in the module docstring).
+        run(cypher.lock_sync(token))
         stored: dict[str, tuple[NodeKind, str, bool]] = {}
         for row in run(cypher.existing_nodes()):
             kind = cypher.kind_of_labels(row["labels"])

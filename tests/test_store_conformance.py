@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -600,3 +601,76 @@ def test_neo4j_vector_and_text_scores_match_the_embedded_store(
         neo4j.close()
         embedded.close()
 
+
+
+# -- two writers ------------------------------------------------------------------------------
+
+@pytest.fixture(params=STORES)
+def two_stores(request: pytest.FixtureRequest,
+               tmp_path: Path) -> Iterator[tuple[GraphStore, GraphStore]]:
+    """Two stores on one graph, as two processes open it: two connections to the SQLite file,
+    two drivers to the Neo4j server (the database emptied first)."""
+    opened: list[GraphStore] = []
+    try:
+        if request.param == "embedded":
+            opened += [EmbeddedStore(tmp_path / "graph.sqlite") for _ in range(2)]
+        else:
+            from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
+            from tests.conftest import NEO4J_URI
+            from tests.neo4j.support import fresh_store
+
+            opened.append(fresh_store())
+            opened.append(Neo4jStore.from_config(Neo4jConfig(uri=NEO4J_URI)))
+        yield opened[0], opened[1]
+    finally:
+        for each in opened:
+            each.close()
+
+
+def library_graph(name: str, size: int = 40,
+                  ) -> tuple[list[NodeRecord], dict[str, Vectors], list[Edge]]:
+    """A graph of ``size`` skills whose ids all start with ``name``, chained by FLOWS_TO."""
+    nodes = [node(f"{name}-{i:02d}", NodeKind.SKILL, f"{name}-skill-{i}",
+                  f"{name} skill {i}: converts format {i} into format {i + 1}")
+             for i in range(size)]
+    vectors = {n.id: unit(1000 + len(name) * 100 + i) for i, n in enumerate(nodes)}
+    edges = [Edge(EdgeKind.FLOWS_TO, a.id, b.id, 1.0, {"group": name})
+             for a, b in pairwise(nodes)]
+    return nodes, vectors, edges
+
+
+def test_two_writers_syncing_at_once_leave_one_whole_graph(
+        two_stores: tuple[GraphStore, GraphStore]) -> None:
+    """Two replicas re-index different libraries at the same moment, five times over: the graph
+    that remains is one of the two, whole (its nodes, its edges and the fingerprint its meta
+    names), never a mix of both."""
+    import threading
+
+    graphs = {name: library_graph(name) for name in ("alpha", "beta")}
+    two_stores[0].sync(*library_graph("base"), meta={"library_fingerprint": "base"})
+    for _ in range(5):
+        barrier = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def sync(store: GraphStore, name: str, barrier: threading.Barrier = barrier,
+                 errors: list[BaseException] = errors) -> None:
+            nodes, vectors, edges = graphs[name]
+            barrier.wait()
+            try:
+                store.sync(nodes, vectors, edges, meta={"library_fingerprint": name})
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=sync, args=(store, name))
+                   for store, name in zip(two_stores, graphs, strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        for reader in two_stores:
+            winner = reader.get_meta("library_fingerprint")
+            assert winner in graphs
+            nodes, _, edges = graphs[winner]
+            assert sorted(n.id for n in reader.nodes()) == sorted(n.id for n in nodes)
+            assert edge_set(reader.edges()) == edge_set(edges)

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from skillgrove.runtime.errors import CONTEXT_FIELDS, unknown_context_field
 from skillgrove.runtime.limits import DEFAULT_K, MAX_K
 from skillgrove.skills.diagnostics import did_you_mean
 
@@ -70,6 +71,17 @@ class RequestContext(Frozen):
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"values": {"pdf_path": "/reports/q3.pdf", "team_email": "team@example.com"}}]})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for name in data:
+                if name not in CONTEXT_FIELDS:
+                    raise PydanticCustomError("unknown_field", "{message}",
+                                              {"field": str(name),
+                                               "message": unknown_context_field(str(name))})
+        return data
 
     values: dict[str, Any] | None = Field(
         default=None, description="Facts the groups can use as inputs and as the execution "

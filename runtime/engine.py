@@ -36,7 +36,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from skillgrove.runtime.errors import ConfirmationRequired, InvalidRequestError, NotFoundError
+from skillgrove.runtime.errors import (
+    CONTEXT_FIELDS,
+    ConfirmationRequired,
+    InvalidRequestError,
+    NotFoundError,
+    unknown_context_field,
+)
 
 if TYPE_CHECKING:
     from skillgrove.graph.embeddings import Encoder
@@ -604,6 +610,9 @@ class Skillgrove:
         if not isinstance(value, Mapping):
             raise InvalidRequestError("context", "must be an object with values, "
                                       "recent_skills and conversation")
+        for key in value:
+            if key not in CONTEXT_FIELDS:
+                raise InvalidRequestError(f"context.{key}", unknown_context_field(str(key)))
         for key, kind in (("values", Mapping), ("recent_skills", list),
                           ("conversation", list)):
             if value.get(key) is not None and not isinstance(value[key], kind):
@@ -616,7 +625,9 @@ class Skillgrove:
                     raise InvalidRequestError(f"context.{key}[{position}]",
                                               f"must be a string (got {type_of(item)})")
         _within_json_limits("context", value)
-        return RequestContext.from_json(value)
+        return RequestContext(dict(value.get("values") or {}),
+                              tuple(value.get("recent_skills") or ()),
+                              tuple(value.get("conversation") or ()))
 
     @property
     def views(self) -> ToolboxViews:

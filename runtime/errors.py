@@ -115,3 +115,17 @@ class TooManyRuns(EngineError):
         super().__init__(f"this server is running {limit} runs already, its limit: try again "
                          "when one has finished", {"limit": limit})
         self.limit = limit
+
+
+CONTEXT_FIELDS = ("values", "recent_skills", "conversation")
+"""The one shape of a ``context``, for search, ask, inject and runs alike."""
+
+
+def unknown_context_field(key: str) -> str:
+    """What to say about a context key that is not one of :data:`CONTEXT_FIELDS`: most often
+    a value given flat (``{"team_email": ...}``), which belongs under ``values``."""
+    guess = did_you_mean(key, list(CONTEXT_FIELDS))
+    if guess:
+        return f"unknown field ({guess})"
+    return (f"unknown field: a context is {{values, recent_skills, conversation}}; put what "
+            f"you know under values: {{\"values\": {{\"{key}\": ...}}}}")

@@ -110,7 +110,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillgrove.graph.errors import StoreError
 from skillgrove.runtime import authoring
-from skillgrove.runtime.api import DEFAULT_K, MAX_K, CompactToolbox, Detail, FullToolbox
+from skillgrove.runtime.api import (
+    DEFAULT_K,
+    MAX_K,
+    CompactToolbox,
+    Detail,
+    FullToolbox,
+    RequestContext,
+)
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import group_view
 from skillgrove.skills.diagnostics import did_you_mean
@@ -165,18 +172,8 @@ class _Body(BaseModel):
         return data
 
 
-class RequestContextBody(BaseModel):
-    """What the caller already knows. Other keys are read as ``values`` (as the engine does)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    values: dict[str, Any] | None = Field(
-        default=None,
-        description="Facts the groups can use as inputs and context, e.g. team_email.")
-    recent_skills: list[str] | None = Field(
-        default=None, description="Skills used recently in this conversation (names or ids).")
-    conversation: list[str] | None = Field(default=None,
-                                           description="The conversation so far.")
+RequestContextBody = RequestContext
+"""What the caller already knows: ``{values, recent_skills, conversation}``, nothing else."""
 
 
 Budget = Annotated[int | None,

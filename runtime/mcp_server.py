@@ -380,7 +380,8 @@ def _group_skill_md(view: Mapping[str, Any], group: Group, tool: str | None) -> 
     keys = context_keys(group)
     if keys:
         lines += ["## Context", "",
-                  "Values the steps read from the execution context (`context` of run_group): "
+                  "Values the steps read from the execution context (`context.values` of "
+                  "run_group: `{\"values\": {...}}`): "
                   + ", ".join(f"`{k}`" for k in keys) + ".", ""]
     lines += ["## Steps", ""]
     for number, step in enumerate(group.steps, 1):
@@ -406,8 +407,8 @@ def _group_skill_md(view: Mapping[str, Any], group: Group, tool: str | None) -> 
 _REQUEST_CONTEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "What you already know: {values: {pdf_path: ..., team_email: ...}, "
-                   "recent_skills: [names], conversation: [recent messages]}. Other keys count "
-                   "as values.",
+                   "recent_skills: [names], conversation: [recent messages]}. Values go under "
+                   "values; any other key is refused.",
     "properties": {
         "values": {"type": "object"},
         "recent_skills": {"type": "array", "items": {"type": "string"}},
@@ -415,9 +416,10 @@ _REQUEST_CONTEXT_SCHEMA: dict[str, Any] = {
     },
 }
 _RUN_CONTEXT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "The execution context the group's expressions read as ${{ context.<key> }} "
-                   "(e.g. team_email); its SKILL.md resource lists the keys it uses.",
+    **_REQUEST_CONTEXT_SCHEMA,
+    "description": "What you already know, as for search_toolbox: {values: {team_email: ...}, "
+                   "recent_skills, conversation}. The group's expressions read context.values "
+                   "as ${{ context.<key> }}; its SKILL.md resource lists the keys it uses.",
 }
 _READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RUNS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
@@ -1194,10 +1196,12 @@ class SkillgroveMCP:
     async def _run(self, ctx: ServerRequestContext[Any], group_id: str,
                    inputs: Mapping[str, Any] | None,
                    context: Mapping[str, Any] | None, confirm: bool) -> types.CallToolResult:
+        # One context shape for every tool: the run reads its values.
+        values = dict(self.engine.context(context).values) if context is not None else None
         group = await anyio.to_thread.run_sync(self.engine.group, group_id)
         record = await self._with_progress(
             ctx, len(group.steps),
-            lambda on_event: self.engine.run(group.id, inputs, context, on_event=on_event,
+            lambda on_event: self.engine.run(group.id, inputs, values, on_event=on_event,
                                              confirm=confirm))
         return _run_result(record)
 
@@ -1301,8 +1305,9 @@ def _group_tool(name: str, view: Mapping[str, Any], group: Group,
     if CONTEXT_ARGUMENT not in properties:
         described = dict(_RUN_CONTEXT_SCHEMA)
         if keys:
-            described["description"] = ("The execution context; this group reads "
-                                         + ", ".join(keys) + ".")
+            described["description"] = ("What you already know: {values: {...}, "
+                                         "recent_skills, conversation}; this group reads "
+                                         + ", ".join(f"values.{key}" for key in keys) + ".")
         properties[CONTEXT_ARGUMENT] = described
     if effects and CONFIRM_ARGUMENT not in properties:
         properties[CONFIRM_ARGUMENT] = dict(_CONFIRM_SCHEMA)

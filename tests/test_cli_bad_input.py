@@ -150,6 +150,10 @@ CONTEXTS = [
      "context.conversation[1]: must be a string (got integer)"),
     ('{"conversation": [{"role": "user", "content": "hi"}]}',
      "context.conversation[0]: must be a string (got object)"),
+    ('{"team_email": "team@example.com"}',
+     'context.team_email: unknown field: a context is {values, recent_skills, conversation}; '
+     'put what you know under values: {"values": {"team_email": ...}}'),
+    ('{"value": {"pdf_path": "q3.pdf"}}', "context.value: unknown field (did you mean 'values'?)"),
     ("[1, 2]", "context must be a JSON object"),
     (DEEP, "context is nested more than 64 levels deep (objects and lists): flatten it"),
     (DEEPER_THAN_THE_PARSER,

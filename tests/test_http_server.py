@@ -219,6 +219,20 @@ def test_search_reads_the_context(client: httpx.Client) -> None:
     assert group["ready"] is False and group["missing_inputs"] == ["pdf_path"]
 
 
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/ask", "/v1/inject"])
+def test_a_context_has_one_shape_and_a_flat_one_is_refused(client: httpx.Client,
+                                                           path: str) -> None:
+    body = {"request": GROUP_REQUEST, "context": {"team_email": "flat@larkspur.example"}}
+    error = assert_error(client.post(path, json=body), 422, "invalid_request")
+    assert error["details"]["field"] == "context.team_email"
+    assert error["message"] == (
+        'context.team_email: unknown field: a context is {values, recent_skills, '
+        'conversation}; put what you know under values: {"values": {"team_email": ...}}')
+    typo = {"request": GROUP_REQUEST, "context": {"value": {"pdf_path": REPORT}}}
+    error = assert_error(client.post(path, json=typo), 422, "invalid_request")
+    assert error["message"] == "context.value: unknown field (did you mean 'values'?)"
+
+
 def test_concurrent_searches_are_served_side_by_side(client: httpx.Client,
                                                      server: Server) -> None:
     results: list[int] = []

@@ -421,7 +421,7 @@ def test_an_exposed_group_runs_as_its_own_tool(mcp: Connected) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
     result = mcp.call("group_report_analysis", {
         "pdf_path": str(mcp.library / "samples" / "quarterly_report.pdf"), "max_metrics": 3,
-        "context": {"team_email": "team@example.com", "report_name": "Q3 2024"},
+        "context": {"values": {"team_email": "team@example.com", "report_name": "Q3 2024"}},
         "confirm": True},
         progress=progress)
     assert not result.is_error, result.content
@@ -491,6 +491,38 @@ def test_errors_are_tool_errors_with_the_engine_message(
     assert error["code"] == code and message in error["message"]
     text = result.content[0].text  # type: ignore[union-attr]
     assert message in text and "Traceback" not in text
+
+
+def test_run_group_takes_the_search_context_shape_and_refuses_the_flat_one(
+        mcp: Connected) -> None:
+    report = str(mcp.library / "samples" / "quarterly_report.pdf")
+    values = {"team_email": "shape@example.com", "report_name": "Shape test"}
+    searched = mcp.data("search_toolbox", {"request": REPORT_REQUEST,
+                                           "context": {"values": {"pdf_path": report}}})
+    assert searched["group"]["ready"] is True
+    run = mcp.data("run_group", {"group": "report-analysis", "confirm": True,
+                                 "inputs": {"pdf_path": report},
+                                 "context": {"values": values, "recent_skills": []}})
+    assert run["status"] == "success"
+    assert [s["status"] for s in run["run"]["steps"] if s["id"] == "notify"] == ["success"]
+    assert list((mcp.root / "outbox").glob("*shape-test*.eml"))
+    for tool, arguments in [
+            ("run_group", {"group": "report-analysis", "confirm": True,
+                           "inputs": {"pdf_path": report}, "context": values}),
+            ("group_report_analysis", {"pdf_path": report, "confirm": True,
+                                       "context": values}),
+            ("search_toolbox", {"request": REPORT_REQUEST, "context": values})]:
+        result = mcp.call(tool, arguments)
+        assert result.is_error and isinstance(result.structured_content, dict), tool
+        error = result.structured_content["error"]
+        assert error["code"] == "invalid_request" and error["details"]["field"] in (
+            "context.team_email", "context.report_name")
+        assert "put what you know under values" in error["message"]
+    typo = mcp.call("search_toolbox", {"request": REPORT_REQUEST,
+                                       "context": {"value": {"pdf_path": report}}})
+    assert isinstance(typo.structured_content, dict)
+    assert typo.structured_content["error"]["message"] == (
+        "context.value: unknown field (did you mean 'values'?)")
 
 
 def _unconfirmed_cleanup(mcp: Connected) -> dict[str, Any]:

@@ -98,3 +98,73 @@ def test_co_use_is_learned_from_the_runs_of_both_servers(
             assert response.status_code == 201 and response.json()["status"] == "success"
         third.index()
     assert co_used(store)[pair] == before + 2.0  # type: ignore[index]
+
+
+# -- one library state per team ---------------------------------------------------------------
+
+TRANSLATE_TWICE = """
+    id: translate-twice
+    description: Translate a text into German, then the German back into English.
+    examples: [translate this to german and back again]
+    inputs:
+      text: {type: string, required: true}
+    steps:
+      - id: there
+        skill: translate-text
+        with: {text: "${{ inputs.text }}", language: German}
+      - id: back
+        skill: translate-text
+        needs: [there]
+        with: {text: "${{ steps.there.outputs.translation }}", language: English}
+    """
+TWICE_REQUEST = "translate this to german and back again"
+
+
+def test_replicas_serve_one_library_state_whichever_re_indexed(tmp_path: Path) -> None:
+    """Two engines on one library folder and one Neo4j, each with its own index folder: after
+    the first re-indexes a change, the second serves the new group without indexing it itself
+    (its watcher's refresh follows the store); a group whose file broke keeps its last good
+    version on both, and on a replica started after it broke, which never saw it valid."""
+    from skillgrove import Skillgrove
+    from tests.helpers import copy_fixture_library, write_group
+
+    support.clear_database()
+    library = copy_fixture_library(tmp_path / "lib")
+    messages: list[str] = []
+    first = Skillgrove([library], store="neo4j", index=tmp_path / "a", auto_refresh=False)
+    second = Skillgrove([library], store="neo4j", index=tmp_path / "b", auto_refresh=False,
+                        log=messages.append)
+    late: Skillgrove | None = None
+    try:
+        first.index()
+        assert second.search(TWICE_REQUEST).group != "group:translate-twice"
+        path = write_group(library, "translate-twice.yaml", TRANSLATE_TWICE)
+        first.index()
+        assert second.refresh() is None  # nothing to index: the first did
+        assert "translate-twice" in {g["id"] for g in second.groups()}
+        chosen = [engine.search(TWICE_REQUEST).group for engine in (first, second)]
+        assert [g.id if g else None for g in chosen] == ["group:translate-twice"] * 2
+        assert second.store.get_meta("library_fingerprint") == second._library_fingerprint
+
+        path.write_text(path.read_text().replace("skill: translate-text\n    needs",
+                                                 "skill: translate-txt\n    needs"))
+        first.index()
+        second.refresh()
+        late = Skillgrove([library], store="neo4j", index=tmp_path / "c", auto_refresh=False)
+        for engine in (first, second, late):
+            listed = {g["id"]: g for g in engine.groups()}
+            assert listed["translate-twice"]["status"] == "last-good"
+            assert "unknown skill 'translate-txt'" in listed["translate-twice"]["errors"][0]
+            assert engine.health().broken_groups.keys() == {"translate-twice"}
+            assert engine.plan("translate-twice", {"text": "hi"}).levels == (("there",),
+                                                                                ("back",))
+        path.unlink()
+        late.index()
+        for engine in (first, second):
+            engine.refresh()
+            assert "translate-twice" not in {g["id"] for g in engine.groups()}
+        assert not any("re-index" in m for m in messages)
+    finally:
+        for engine in (first, second, late):
+            if engine is not None:
+                engine.close()

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
     from skillgrove.graph.indexer import IndexResult, build_graph, index_library
     from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-    from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
+    from skillgrove.graph.retrieval import RetrievalConfig, Retriever
     from skillgrove.graph.store import GraphStore
+    from skillgrove.graph.toolbox import RequestContext, Toolbox
 
 _WHERE = {
     "EmbeddedStore": "embedded",
@@ -33,8 +34,8 @@ _WHERE = {
     "IndexResult": "indexer", "build_graph": "indexer", "index_library": "indexer",
     "Edge": "model", "EdgeKind": "model", "NodeKind": "model", "NodeRecord": "model",
     "SyncReport": "model",
-    "RequestContext": "retrieval", "RetrievalConfig": "retrieval", "Retriever": "retrieval",
-    "Toolbox": "retrieval",
+    "RetrievalConfig": "retrieval", "Retriever": "retrieval",
+    "RequestContext": "toolbox", "Toolbox": "toolbox",
     "GraphStore": "store",
 }
 

@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,11 @@ from skillgrove.graph.planner import (
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import cjk_share
+from skillgrove.graph.toolbox import GroupChoice as GroupChoice
+from skillgrove.graph.toolbox import RequestContext as RequestContext
+from skillgrove.graph.toolbox import ScoredSkill as ScoredSkill
+from skillgrove.graph.toolbox import Suggestion as Suggestion
+from skillgrove.graph.toolbox import Toolbox as Toolbox
 
 
 @dataclass(frozen=True)
@@ -191,110 +196,6 @@ class RetrievalConfig:
 
 
 DEFAULT_CONFIG = RetrievalConfig()
-
-
-@dataclass(frozen=True)
-class RequestContext:
-    """What the caller already knows: values, recently used skills, the conversation so far."""
-
-    values: Mapping[str, Any] = field(default_factory=dict)
-    recent_skills: tuple[str, ...] = ()
-    conversation: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RequestContext:
-        values = dict(data.get("values") or {})
-        for key, value in data.items():
-            if key not in ("values", "recent_skills", "conversation"):
-                values.setdefault(key, value)
-        return cls(values, tuple(data.get("recent_skills") or ()),
-                   tuple(data.get("conversation") or ()))
-
-
-@dataclass(frozen=True)
-class ScoredSkill:
-    id: str
-    name: str
-    score: float
-    description: str
-    available: bool
-    explanation: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    id: str
-    name: str
-    weight: float
-    reason: str
-
-
-@dataclass(frozen=True)
-class GroupChoice:
-    id: str
-    name: str
-    score: float
-    members: tuple[str, ...]
-    member_names: tuple[str, ...]
-    edges: tuple[tuple[str, str], ...]
-    missing_inputs: tuple[str, ...]
-    ready: bool
-    explanation: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Toolbox:
-    request: str
-    group: GroupChoice | None
-    fallback_reason: str | None
-    skills: tuple[ScoredSkill, ...]
-    selected: tuple[str, ...]
-    """Skill ids the toolbox itself selects: the group's members, else its cut of the ranking."""
-    suggestions: tuple[Suggestion, ...]
-    group_candidates: tuple[tuple[str, float], ...]
-    latency_ms: float
-    edges: tuple[tuple[str, str], ...] = ()
-    """Without a group: which selected skill feeds which (declared prerequisites), making the
-    toolbox a composed one."""
-
-    @property
-    def shape(self) -> str:
-        """``group``, ``composed`` (skills joined by edges), ``skill`` (one), ``skills``
-        (several, unconnected) or ``none``."""
-        if self.group is not None:
-            return "composed" if len(self.selected) > len(self.group.members) else "group"
-        if self.edges:
-            return "composed"
-        return {0: "none", 1: "skill"}.get(len(self.selected), "skills")
-
-    @property
-    def reason(self) -> str:
-        """The answer in one sentence a user can check: what was chosen and why, and for a
-        composed toolbox the order its skills go in."""
-        names = {s.id: s.name for s in self.skills}
-        if self.group is not None:
-            members = self.group.member_names or self.group.members
-            said = (f"group '{self.group.name}' covers the request "
-                    f"({' -> '.join(members)})")
-            extra = [names.get(sid, sid) for sid in self.selected
-                     if sid not in self.group.members]
-            if extra:
-                said += f"; added {', '.join(extra)} for what it does not cover"
-            return said
-        chosen = [names.get(sid, sid) for sid in self.selected]
-        why = f"{self.fallback_reason}; " if self.fallback_reason else ""
-        if not chosen:
-            return why + "nothing in the library fits this request"
-        if len(chosen) == 1:
-            return why + f"one skill fits: {chosen[0]}"
-        if self.edges:
-            return why + f"composed: {', '.join(chosen)}, in this order"
-        return why + f"several skills, no order between them: {', '.join(chosen)}"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["reason"] = self.reason
-        return data
 
 
 class Retriever:

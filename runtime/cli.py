@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_library_args(index)
     _add_store_args(index)
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    index.add_argument("--json", action="store_true",
+                       help="machine-readable summary (counts, errors, left-out groups)")
     index.add_argument("--write-ids", action="store_true",
                        help="write a .skill_id file holding its id into each skill folder that "
                             "has none (ids otherwise live in the index only)")
@@ -175,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "edges): kept in the index folder, and this and every later index "
                             "learns co-use and the order skills run in from it")
     _epilog(index, "skillgrove index --library ~/skills",
-            "skillgrove index --library ~/skills --index /tmp/skills-index")
+            "skillgrove index --library ~/skills --index /tmp/skills-index",
+            exit_codes=INDEX_EXIT_CODES)
     index.set_defaults(handler=commands.cmd_index)
 
     search = sub.add_parser("search", help="find the toolbox (a group, or skills) for a request")
@@ -192,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_library_option(search)
     _add_store_args(search)
     _epilog(search, 'skillgrove search "summarize the quarterly report PDF" -k 5',
-            'skillgrove search "生成本周的工作周报" --json')
+            'skillgrove search "生成本周的工作周报" --json', exit_codes=SEARCH_EXIT_CODES)
     search.set_defaults(handler=commands.cmd_search)
 
     graph = sub.add_parser("graph", help="look at the skill graph")
@@ -278,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     inject = sub.add_parser("inject", help="print the context block for a request (and a run)")
     inject.add_argument("request", type=request_text, help="what the user wants done")
     inject.add_argument("--run", metavar="RUN_ID", help="include this run's results")
+    inject.add_argument("--json", action="store_true",
+                        help="machine-readable: {text, tokens, budget, level, left_out}")
     _add_inject_args(inject)
     _epilog(inject, 'skillgrove inject "turn markdown into HTML" --budget 800',
             'skillgrove inject "summarize the report" --run RUN_ID --format xml')
@@ -294,10 +299,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "other side effects (without it such a group is planned, not run)")
     ask.add_argument("--plan-only", action="store_true",
                      help="plan the chosen group, never run it")
+    ask.add_argument("--json", action="store_true",
+                     help="machine-readable: {toolbox, run, injection, notes, plan, "
+                          "needs_confirmation, left_out_groups, exit_code}")
+    ask.add_argument("--detail", choices=["compact", "full"], default="compact",
+                     help="the toolbox in --json: compact (the default) or full")
     _add_inject_args(ask)
     _epilog(ask, 'skillgrove ask "summarize the quarterly report PDF and email the key numbers '
                  'to my team" --context library/samples/context_report.json --yes',
-            'skillgrove ask "translate this paragraph into German" --plan-only')
+            'skillgrove ask "translate this paragraph into German" --plan-only',
+            exit_codes=ASK_EXIT_CODES)
     ask.set_defaults(handler=commands.cmd_ask)
 
     demo = sub.add_parser("demo", help="the bundled library end to end: index, ask, run, inject")
@@ -409,10 +420,29 @@ def _add_library_option(parser: argparse.ArgumentParser, default: str = "") -> N
                              f"folders may be joined with ':' (default: {default})")
 
 
-def _epilog(parser: argparse.ArgumentParser, *examples: str) -> None:
-    """Examples at the end of a command's ``--help``."""
+def _epilog(parser: argparse.ArgumentParser, *examples: str,
+            exit_codes: Sequence[tuple[int, str]] = ()) -> None:
+    """Examples at the end of a command's ``--help``, and its exit codes."""
     parser.epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    if exit_codes:
+        parser.epilog += "\n\nexit codes:\n" + "\n".join(f"  {code}  {meaning}"
+                                                         for code, meaning in exit_codes)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+SEARCH_EXIT_CODES = ((0, "a group or single skills were chosen"),
+                     (commands.EXIT_FAILED, "a mistake (the error is on stderr)"),
+                     (commands.EXIT_NOTHING_FITS, "nothing fits: no group, no single skill"))
+ASK_EXIT_CODES = ((0, "done: the group ran, or the block lists what to use"),
+                  (commands.EXIT_FAILED, "a mistake, or the run failed"),
+                  (commands.EXIT_NEEDS_CONFIRMATION,
+                   "planned, not run: the group needs confirmation (--yes) for its effects"),
+                  (commands.EXIT_NOTHING_FITS, "nothing fits: no group, no single skill"))
+INDEX_EXIT_CODES = ((0, "indexed, nothing left out"),
+                    (commands.EXIT_FAILED, "a mistake (the error is on stderr)"),
+                    (commands.EXIT_LEFT_OUT,
+                     "indexed, but skills or groups with errors were left out (listed on "
+                     "stderr; `skillgrove check` shows them all)"))
 
 
 def _add_run_args(parser: argparse.ArgumentParser) -> None:
@@ -420,7 +450,8 @@ def _add_run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
                         help="a group input (repeatable)")
     parser.add_argument("--context", type=Path, metavar="FILE",
-                        help="JSON execution context (values the steps read as context.x)")
+                        help="JSON: {values: {...}}; the steps read each value as "
+                             "context.<key>")
     _add_library_option(parser)
     parser.add_argument("--concurrency", type=positive_int, default=4, metavar="N",
                         help="parallel steps (default 4)")

@@ -23,6 +23,16 @@ if TYPE_CHECKING:
     from skillgrove.runtime.engine import Skillgrove
 
 
+EXIT_FAILED = 1
+"""A mistake (a one-line error on stderr), or a run that did not succeed."""
+EXIT_NEEDS_CONFIRMATION = 3
+"""``ask``: the chosen group has side effects nobody confirmed; it was planned, not run."""
+EXIT_NOTHING_FITS = 4
+"""``search``, ``ask``: no group and no single skill fits the request."""
+EXIT_LEFT_OUT = 5
+"""``index``: skills or groups with errors were left out of the index (listed on stderr)."""
+
+
 def index_dir(args: argparse.Namespace) -> Path:
     from skillgrove.runtime.engine import default_index_dir
 
@@ -134,6 +144,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
                               history=getattr(args, "history", None))
         library = engine.library
         look_alike = engine.look_alike_skills()
+        left_out = _left_out(engine)
     finally:
         close(engine)
     # The diagnostics are about the library, not the result: stderr, so `index > log` keeps
@@ -147,17 +158,51 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"... and {plural(len(look_alike) - LOOK_ALIKE_SHOWN, 'more pair')} "
                          "of look-alike skills\n")
     report = result.report
-    out.write(
-        f"indexed {plural(result.skills, 'skill')} and {plural(result.groups, 'group')} "
-        f"into {'Neo4j' if args.store == 'neo4j' else index_dir(args)}: "
-        f"{len(report.added)} added, {len(report.updated)} updated, {len(report.removed)} "
-        f"removed, {report.unchanged} unchanged; {plural(report.edges_added, 'edge')} written, "
-        f"{report.edges_removed} removed; {plural(result.embedded, 'text')} embedded "
-        f"({result.seconds:.1f} s)\n")
+    where = "Neo4j" if args.store == "neo4j" else str(index_dir(args))
+    if args.json:
+        out.write(json.dumps({
+            "skills": result.skills, "groups": result.groups, "index": where,
+            "added": len(report.added), "updated": len(report.updated),
+            "removed": len(report.removed), "unchanged": report.unchanged,
+            "edges_added": report.edges_added, "edges_removed": report.edges_removed,
+            "embedded": result.embedded, "seconds": round(result.seconds, 3),
+            "errors": [d.format() for d in library.errors], "left_out_groups": left_out},
+            indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(
+            f"indexed {plural(result.skills, 'skill')} and {plural(result.groups, 'group')} "
+            f"into {where}: {len(report.added)} added, {len(report.updated)} updated, "
+            f"{len(report.removed)} removed, {report.unchanged} unchanged; "
+            f"{plural(report.edges_added, 'edge')} written, {report.edges_removed} removed; "
+            f"{plural(result.embedded, 'text')} embedded ({result.seconds:.1f} s)\n")
+    _say_left_out(left_out, why=False)
     if library.errors:
         sys.stderr.write(style.error(plural(len(library.errors), "error")) + ": the skills and "
                          "groups they concern were left out (see `skillgrove check`)\n")
+        return EXIT_LEFT_OUT
     return 0
+
+
+def _left_out(engine: Skillgrove) -> list[dict[str, Any]]:
+    from skillgrove.runtime.views import left_out_groups
+
+    return left_out_groups(engine.groups())
+
+
+def _say_left_out(left_out: Sequence[Mapping[str, Any]], why: bool = True) -> None:
+    """One stderr line per group file that is left out or served from its last good version,
+    with its first error unless ``why`` is false (the errors were just listed): a search must
+    not silently answer another group instead."""
+    style = Style.for_stream(sys.stderr)
+    for group in left_out:
+        errors = group["errors"] if why else []
+        name = f"group '{group['id']}'" if group.get("id") else "group file"
+        what = ("served from its last good version" if group["status"] == "last-good"
+                else "left out")
+        first = f": {errors[0]}" if errors else ""
+        more = f" (and {plural(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
+        sys.stderr.write(style.warning(f"{name} in {group['location']} is {what}")
+                         + f"{first}{more}\n")
 
 
 MAX_CONTEXT_DEPTH = 64
@@ -216,14 +261,22 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
         toolbox = engine.search(args.request, load_context(args.context), k=args.k)
+        left_out = _left_out(engine)
         if args.json:
-            out.write(json.dumps(engine.views.view(toolbox, args.detail), indent=2,
+            view = engine.views.view(toolbox, args.detail)
+            out.write(json.dumps({**view, "left_out_groups": left_out}, indent=2,
                                  ensure_ascii=False) + "\n")
         else:
             out.write(render_toolbox(toolbox, engine.views.where))
     finally:
         close(engine)
-    return 0
+    _say_left_out(left_out)
+    return EXIT_NOTHING_FITS if nothing_fits(toolbox) else 0
+
+
+def nothing_fits(toolbox: Toolbox) -> bool:
+    """No group and no single skill was chosen for the request."""
+    return toolbox.group is None and not toolbox.selected
 
 
 def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = None) -> str:
@@ -545,6 +598,11 @@ def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:
                                   fmt=args.format)
     finally:
         close(engine)
+    if args.json:
+        from skillgrove.runtime.views import injection_view
+
+        out.write(json.dumps(injection_view(injection), indent=2, ensure_ascii=False) + "\n")
+        return 0
     out.write(injection.text)
     sys.stderr.write(f"[{injection.tokens} tokens (cl100k_base), budget "
                      f"{injection.budget or 'none'}, level {injection.level}]\n")
@@ -558,15 +616,40 @@ def cmd_ask(args: argparse.Namespace, out: TextIO) -> int:
     try:
         answer = engine.ask(args.request, load_context(args.context), parse_inputs(args.input),
                             budget=args.budget, fmt=args.format,
-                            on_event=ProgressDisplay(sys.stderr), confirm=args.yes,
-                            plan_only=args.plan_only)
+                            on_event=None if args.json else ProgressDisplay(sys.stderr),
+                            confirm=args.yes, plan_only=args.plan_only)
+        left_out = _left_out(engine)
+        if args.json:
+            from skillgrove.runtime.views import answer_view
+
+            view = answer_view(answer, engine.views, args.detail)
+            out.write(json.dumps({**view, "left_out_groups": left_out,
+                                  "exit_code": answer_exit_code(answer)},
+                                 indent=2, ensure_ascii=False, default=str) + "\n")
     finally:
         close(engine)
+    _say_left_out(left_out)
+    if args.json:
+        for note in answer.notes:
+            sys.stderr.write(note + "\n")
+        return answer_exit_code(answer)
     return _print_answer(answer, out)
 
 
+def answer_exit_code(answer: Any) -> int:
+    """0 done; 1 the run failed; 3 planned, not run (needs confirmation); 4 nothing fits."""
+    if answer.run is not None:
+        return 0 if answer.run.status == "success" else EXIT_FAILED
+    if answer.needs_confirmation:
+        return EXIT_NEEDS_CONFIRMATION
+    if nothing_fits(answer.toolbox):
+        return EXIT_NOTHING_FITS
+    return 0
+
+
 def _print_answer(answer: Any, out: TextIO) -> int:
-    """The context block on stdout, notes and its size on stderr; 1 when a run failed."""
+    """The context block on stdout, notes and its size on stderr; the exit code of
+    :func:`answer_exit_code`."""
     for note in answer.notes:
         sys.stderr.write(note + "\n")
     if answer.plan is not None:
@@ -574,7 +657,7 @@ def _print_answer(answer: Any, out: TextIO) -> int:
     out.write(answer.injection.text)
     sys.stderr.write(f"[{answer.injection.tokens} tokens, cl100k_base; level "
                      f"{answer.injection.level}]\n")
-    return 0 if answer.run is None or answer.run.status == "success" else 1
+    return answer_exit_code(answer)
 
 
 # -- learning and benchmarks ------------------------------------------------------------------

@@ -1114,14 +1114,15 @@ class Skillgrove:
             raise InvalidRequestError("format", "must be markdown or xml")
 
     def _injection(self, toolbox: Toolbox, run: RunRecord | None, budget: int | None,
-                   fmt: str, steps: Sequence[str] = ()) -> Injection:
+                   fmt: str, steps: Sequence[str] = (), state: str | None = None) -> Injection:
         """The block within ``budget``; a budget too small for its smallest form raises
-        :class:`~skillgrove.runtime.inject.BudgetError`."""
+        :class:`~skillgrove.runtime.inject.BudgetError`. ``state``: why the chosen group did
+        not run, stated in the block."""
         from skillgrove.runtime.inject import build_injection
 
         self._check_injection(budget, fmt)
         return build_injection(toolbox, self.library.catalog.by_id(), run, budget=budget,
-                               fmt=fmt, steps=steps)  # type: ignore[arg-type]
+                               fmt=fmt, steps=steps, state=state)  # type: ignore[arg-type]
 
     def ask(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
             inputs: Mapping[str, Any] | None = None, *, budget: int | None = None,
@@ -1135,11 +1136,15 @@ class Skillgrove:
         its plan and ``needs_confirmation``, and nothing runs. ``plan_only``: never run."""
         self._check_injection(budget, fmt)  # before anything runs
         ctx = self.context(context)
-        toolbox = self.search(request, ctx)
+        given = _mapping("inputs", inputs)
+        # Inputs given outright count as known values: a group they complete is ready.
+        toolbox = self.search(request, replace(ctx, values={**ctx.values, **given})
+                              if given else ctx)
         run = None
         plan = None
         pending: dict[str, tuple[str, ...]] = {}
         notes: list[str] = []
+        state: str | None = None
         choice = toolbox.group
         unknown = choice is not None and choice.id.removeprefix("group:") not in \
             self.library.groups
@@ -1153,27 +1158,31 @@ class Skillgrove:
             group = self.group(choice.id)
             declared = {spec.name for spec in group.inputs}
             values = {k: v for k, v in ctx.values.items() if k in declared}
-            values.update(_mapping("inputs", inputs))
+            values.update(given)
             pending = {} if confirm else self.unconfirmed_effects(group.id)
             if plan_only or pending:
                 plan = self.plan(group.id, values, dict(ctx.values))
                 if plan_only:
                     notes.append(f"group '{choice.name}' planned, not run (plan only)")
+                    state = "planned, not run (plan only)"
                     pending = {}
                 else:
                     listed = "; ".join(f"{effect} ({', '.join(names)})"
                                        for effect, names in pending.items())
                     notes.append(f"group '{choice.name}' needs confirmation before it runs: "
                                  f"{listed}; not run (confirm with --yes)")
+                    state = (f"planned, not run: needs confirmation for {listed}; ask the "
+                             "user, then run it confirmed")
             else:
                 run = self._runner(on_event).run(group.id, values, dict(ctx.values),
                                                  request=request)
         elif choice is not None:
             notes.append(f"group '{choice.name}' needs input: "
-                         f"{', '.join(choice.missing_inputs)} (pass them in the context values);"
-                         " not run")
-        return Answer(toolbox, run, self._injection(toolbox, run, budget, fmt), tuple(notes),
-                      plan, pending)
+                         f"{', '.join(choice.missing_inputs)} (pass them as inputs or in the "
+                         "context values); not run")
+            state = f"not run: needs input {', '.join(choice.missing_inputs)}"
+        return Answer(toolbox, run, self._injection(toolbox, run, budget, fmt, state=state),
+                      tuple(notes), plan, pending)
 
     # -- watching ------------------------------------------------------------------------------
 

@@ -119,7 +119,7 @@ from skillgrove.runtime.api import (
     RequestContext,
 )
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
-from skillgrove.runtime.views import group_view
+from skillgrove.runtime.views import answer_view, group_view, injection_view
 from skillgrove.skills.diagnostics import did_you_mean
 from skillgrove.skills.errors import SkillgroveError
 
@@ -882,13 +882,7 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
         answer = engine.ask(body.request, _context(body.context), body.inputs,
                             budget=body.budget, fmt=body.format, confirm=body.confirm,
                             plan_only=body.plan_only)
-        return _JSON({"toolbox": engine.views.view(answer.toolbox, detail),
-                      "run": answer.run.to_dict() if answer.run is not None else None,
-                      "injection": _injection(answer.injection),
-                      "notes": list(answer.notes),
-                      "plan": dataclasses.asdict(answer.plan) if answer.plan else None,
-                      "needs_confirmation": {k: list(v) for k, v
-                                             in answer.needs_confirmation.items()}})
+        return _JSON(answer_view(answer, engine.views, detail))
 
     @router.post("/inject", response_model=InjectionView, tags=["retrieval"],
                  summary="The context block for a request, a run, or both")
@@ -1033,8 +1027,7 @@ def _context(body: RequestContextBody | None) -> dict[str, Any] | None:
 
 
 def _injection(injection: Injection) -> dict[str, Any]:
-    return {"text": injection.text, "tokens": injection.tokens, "budget": injection.budget,
-            "level": injection.level, "left_out": list(injection.left_out)}
+    return injection_view(injection)
 
 
 # -- runs, plain or streamed ------------------------------------------------------------------

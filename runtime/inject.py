@@ -700,18 +700,21 @@ def _gave_up(items: Sequence[InstructionItem], results: _Results | None, stage: 
 
 
 def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Results | None,
-            stage: Stage, fmt: Format, bodies: dict[str, str]) -> tuple[str, _Render]:
+            stage: Stage, fmt: Format, bodies: dict[str, str],
+            state: str | None = None) -> tuple[str, _Render]:
     report = _Render(_gave_up(items, results, stage, results.run.id if results else None))
     if fmt == "xml":
-        return _render_xml(toolbox, items, results, stage, report, bodies), report
+        return _render_xml(toolbox, items, results, stage, report, bodies, state), report
     out: list[str] = [f"# Toolbox for: {toolbox.request}", ""]
     group = toolbox.group
     if group is not None:
         # after a run, whether the request alone would have made the group ready is moot
-        state = ("" if results is not None else ", ready" if group.ready
+        ready = ("" if results is not None else ", ready" if group.ready
                  else ", needs input: " + ", ".join(group.missing_inputs))
         out.append(f"Group **{group.name}** (`{group.id.removeprefix('group:')}`, score "
-                   f"{group.score:.2f}{state}): " + " -> ".join(group.member_names))
+                   f"{group.score:.2f}{ready}): " + " -> ".join(group.member_names))
+        if state:
+            out += ["", f"**Status: {state}.**"]
     elif toolbox.selected:
         out.append(f"No prebuilt group fits ({toolbox.fallback_reason}); single skills below.")
     else:
@@ -833,13 +836,15 @@ def _xml_value(value: _Value, stage: Stage, run_id: str, report: _Render) -> str
 
 
 def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Results | None,
-                stage: Stage, report: _Render, bodies: dict[str, str]) -> str:
+                stage: Stage, report: _Render, bodies: dict[str, str],
+                state: str | None = None) -> str:
     out = [f"<toolbox request={_xml_attr(toolbox.request)}>"]
     group = toolbox.group
     if group is not None:
+        status = f" status={_xml_attr(state)}" if state else ""
         out.append(f"  <group id={_xml_attr(group.id.removeprefix('group:'))} "
                    f"name={_xml_attr(group.name)} score=\"{group.score:.2f}\" "
-                   f"ready=\"{str(group.ready).lower()}\" "
+                   f"ready=\"{str(group.ready).lower()}\"{status} "
                    f"steps={_xml_attr(' -> '.join(group.member_names))}/>")
     else:
         out.append(f"  <fallback reason={_xml_attr(toolbox.fallback_reason or '')}/>")
@@ -902,8 +907,11 @@ def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Re
 
 def build_injection(toolbox: Toolbox, skills_by_id: Mapping[str, Skill],
                     run: RunRecord | None = None, *, budget: int | None = None,
-                    fmt: Format = "markdown", steps: Sequence[str] = ()) -> Injection:
-    """The context block for ``toolbox`` (and ``run``) within ``budget`` tokens.
+                    fmt: Format = "markdown", steps: Sequence[str] = (),
+                    state: str | None = None) -> Injection:
+    """The context block for ``toolbox`` (and ``run``) within ``budget`` tokens. ``state``:
+    why the chosen group did not run (``planned, not run: needs confirmation for sends-email
+    (send-email)``), stated under the group in every form of the block.
 
     ``steps``: step ids (``"extract_text"``) or step outputs (``"extract_text.text"``) of the
     run to show beside its group outputs. Raises :class:`BudgetError` when the smallest block
@@ -926,7 +934,7 @@ def build_injection(toolbox: Toolbox, skills_by_id: Mapping[str, Skill],
     attempts += [replace(stage, hidden=hidden) for stage in STAGES
                  if stage.group_values == "described" for hidden in _hiding_order(results)]
     for stage in attempts:
-        text, report = _render(toolbox, items, results, stage, fmt, bodies)
+        text, report = _render(toolbox, items, results, stage, fmt, bodies, state)
         if text == previous:
             continue
         previous = text

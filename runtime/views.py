@@ -371,3 +371,32 @@ class ToolboxViews:
 
 def run_view(run: RunRecord) -> dict[str, Any]:
     return run.to_dict()
+
+
+def injection_view(injection: Any) -> dict[str, Any]:
+    """An :class:`~skillgrove.runtime.inject.Injection` as JSON."""
+    return {"text": injection.text, "tokens": injection.tokens, "budget": injection.budget,
+            "level": injection.level, "left_out": list(injection.left_out)}
+
+
+def answer_view(answer: Any, views: ToolboxViews, detail: Detail = DEFAULT_DETAIL,
+                ) -> dict[str, Any]:
+    """What :meth:`Skillgrove.ask` did (an ``Answer``), as JSON: the toolbox at ``detail``, the
+    run (when the group ran), the block, the notes, and the plan and the effects that kept the
+    group from running."""
+    from dataclasses import asdict
+
+    return {"toolbox": views.view(answer.toolbox, detail),
+            "run": answer.run.to_dict() if answer.run is not None else None,
+            "injection": injection_view(answer.injection),
+            "notes": list(answer.notes),
+            "plan": asdict(answer.plan) if answer.plan is not None else None,
+            "needs_confirmation": {k: list(v) for k, v in answer.needs_confirmation.items()}}
+
+
+def left_out_groups(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The group files an index leaves out (they have errors) or serves from their last good
+    version, from :meth:`Skillgrove.groups`: ``{location, id, status, errors}`` each."""
+    return [{"location": g.get("location"), "id": g.get("id"), "status": g["status"],
+             "errors": list(g.get("errors") or [])}
+            for g in groups if g.get("status") in ("errors", "last-good")]

@@ -49,3 +49,97 @@ def test_search_json_is_the_compact_toolbox_unless_full_detail_is_asked_for(
     full = cli_json(index, "search", DEMO_REQUEST, "--detail", "full")
     assert full["detail"] == "full" and full["reason"] == compact["reason"]
     assert all("score" in skill for skill in full["skills"])
+
+
+# -- ask from a script ----------------------------------------------------------------------
+
+CLEANUP_REQUEST = "clean up this customer CSV and email the result"
+
+
+def cleanup_inputs(tmp_path: Path) -> list[str]:
+    return ["--input", f"csv_path={LIBRARY / 'samples' / 'customers_messy.csv'}",
+            "--input", f"output_dir={tmp_path / 'clean'}",
+            "--input", "notify_email=crm@example.com"]
+
+
+@pytest.fixture
+def outbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "outbox"
+    monkeypatch.setenv("SKILLGROVE_OUTBOX", str(folder))
+    for name in ("SMTP_HOST", "SKILLGROVE_ALLOW_EFFECTS"):
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+def test_ask_runs_the_group_with_the_inputs_given_on_the_command_line(
+        index: Path, tmp_path: Path, outbox: Path) -> None:
+    code, text = cli(index, "ask", CLEANUP_REQUEST, *cleanup_inputs(tmp_path), "--yes",
+                     "--json")
+    answer = json.loads(text)
+    assert code == 0 and answer["exit_code"] == 0
+    assert answer["toolbox"]["group"]["id"] == "csv-cleanup"
+    assert answer["run"]["status"] == "success"
+    assert answer["run"]["inputs"]["csv_path"].endswith("customers_messy.csv")
+    assert (tmp_path / "clean").is_dir() and list(outbox.glob("*.eml"))
+
+
+def test_ask_without_confirmation_says_in_the_block_that_it_planned_and_did_not_run(
+        index: Path, tmp_path: Path, outbox: Path) -> None:
+    code, block = cli(index, "ask", CLEANUP_REQUEST, *cleanup_inputs(tmp_path))
+    assert code == 3
+    assert ("planned, not run: needs confirmation for sends-email (send-email)" in block)
+    code, xml = cli(index, "ask", CLEANUP_REQUEST, *cleanup_inputs(tmp_path), "--format", "xml")
+    assert code == 3
+    assert 'status="planned, not run: needs confirmation for sends-email (send-email)' in xml
+    code, text = cli(index, "ask", CLEANUP_REQUEST, *cleanup_inputs(tmp_path), "--json")
+    answer = json.loads(text)
+    assert code == answer["exit_code"] == 3 and answer["run"] is None
+    assert answer["needs_confirmation"] == {"sends-email": ["send-email"]}
+    assert "planned, not run" in answer["injection"]["text"]
+    assert not (tmp_path / "clean").exists() and not outbox.exists()
+
+
+def test_nothing_fits_has_its_own_exit_code(index: Path) -> None:
+    request = "translate this paragraph into German"
+    assert cli(index, "search", request)[0] == 4
+    code, text = cli(index, "ask", request, "--json")
+    assert code == json.loads(text)["exit_code"] == 4
+    assert cli(index, "search", DEMO_REQUEST)[0] == 0
+
+
+def test_inject_and_index_print_json(index: Path) -> None:
+    block = cli_json(index, "inject", DEMO_REQUEST, "--budget", "600")
+    assert set(block) == {"text", "tokens", "budget", "level", "left_out"}
+    assert block["tokens"] <= 600 and block["budget"] == 600
+    summary = cli_json(index, "index", "-q")
+    assert summary["skills"] == 48 and summary["groups"] == 11
+    assert summary["errors"] == [] and summary["left_out_groups"] == []
+
+
+# -- a group left out ---------------------------------------------------------------------------
+
+
+def test_a_broken_group_is_named_by_index_search_and_ask(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    library = Path(shutil.copytree(LIBRARY, tmp_path / "library"))
+    group_file = library / "groups" / "report-analysis.yaml"
+    group_file.write_text(group_file.read_text().replace("skill: pdf-to-text",
+                                                         "skill: pdf-to-txt"))
+    argv = ["--library", str(library), "--index", str(tmp_path / "index")]
+    capsys.readouterr()
+    assert main(["index", "-q", *argv], StringIO()) == 5
+    said = capsys.readouterr().err
+    assert f"group 'report-analysis' in {group_file} is left out\n" in said
+    assert "pdf-to-txt" in said
+    expected = f"group 'report-analysis' in {group_file} is left out: "
+    out = StringIO()
+    main(["search", "summarize the quarterly report PDF and email the key numbers", "--json",
+          *argv], out)
+    assert expected in capsys.readouterr().err
+    [left_out] = json.loads(out.getvalue())["left_out_groups"]
+    assert left_out["id"] == "report-analysis" and "pdf-to-txt" in left_out["errors"][0]
+    main(["ask", "summarize the quarterly report PDF and email the key numbers", *argv],
+         StringIO())
+    assert expected in capsys.readouterr().err

@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph_sub.required = True
     neighbors = graph_sub.add_parser("neighbors", help="edges and neighbours of a skill or group")
     neighbors.add_argument("id", help="skill name or id, or group id")
+    neighbors.add_argument("--json", action="store_true", help="machine-readable output")
     _add_library_option(neighbors)
     _add_store_args(neighbors)
     neighbors.set_defaults(handler=commands.cmd_neighbors)
@@ -241,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list past runs; `runs show ID` shows one")
     runs.add_argument("--limit", type=positive_int, default=20,
                       help="list at most this many runs, newest first (default 20)")
+    runs.add_argument("--json", action="store_true", help="machine-readable output")
     _add_store_args(runs)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND")
     show = runs_sub.add_parser("show", help="one run record")
@@ -253,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     compose.add_argument("request", type=request_text, help="what the user wants done")
     compose.add_argument("--out", type=Path, metavar="FILE",
                          help="write the group file here (default: print it)")
+    compose.add_argument("--json", action="store_true", help="machine-readable output")
     compose.add_argument("--context", type=Path, metavar="FILE",
                          help="JSON: {values: {...}, recent_skills: [...], conversation: [...]}")
     _add_library_option(compose)
@@ -350,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     suggest.add_argument("--limit", type=positive_int, default=50, metavar="N",
                          help="at most this many drafts (default 50)")
     suggest.add_argument("--force", action="store_true", help="replace existing files")
+    suggest.add_argument("--json", action="store_true", help="machine-readable output")
     _add_library_option(suggest)
     _add_store_args(suggest)
     suggest.set_defaults(handler=commands.cmd_groups_suggest)
@@ -358,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     lock = groups_sub.add_parser("lock", help="pin each group's skills (content hash and "
                                  "schemas) in <library>/groups/skillgrove.lock")
     _add_library_args(lock)
+    lock.add_argument("--json", action="store_true", help="machine-readable output")
     _epilog(lock, "skillgrove groups lock --library my-library")
     lock.set_defaults(handler=commands.cmd_groups_lock)
     serve = sub.add_parser("serve", help="serve the engine to agents: MCP or HTTP")

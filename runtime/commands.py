@@ -5,6 +5,7 @@ sees an ``argparse.Namespace``."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -342,6 +343,13 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         close(engine)
     where = record.data.get("path")
+    if args.json:
+        out.write(json.dumps({
+            "node": {"kind": record.kind.value, "name": record.name, "id": record.id,
+                     "path": where},
+            "edges": [{**row, "where": located.get(row["id"]) or None} for row in rows]},
+            indent=2, ensure_ascii=False, default=str) + "\n")
+        return 0
     out.write(f"{record.kind.value} {record.name} ({record.id})"
               + (f"  {where}" if where else "") + "\n")
     for row in rows:
@@ -380,7 +388,14 @@ def cmd_compose(args: argparse.Namespace, out: TextIO) -> int:
         args.out.write_text(composed.text, encoding="utf-8")
         sys.stderr.write(f"wrote {args.out}" + ("" if composed.group else " (it does not "
                                                 "validate yet: see above)") + "\n")
-    else:
+    if args.json:
+        out.write(json.dumps({
+            "text": composed.text, "valid": composed.group is not None,
+            "group": composed.group.id if composed.group is not None else None,
+            "errors": [d.format() for d in composed.diagnostics],
+            "written": str(args.out) if args.out else None}, indent=2, ensure_ascii=False)
+            + "\n")
+    elif not args.out:
         out.write(composed.text)
     return 0 if composed.group is not None else 1
 
@@ -574,6 +589,10 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
         records = engine.runs(args.limit)
     finally:
         close(engine)
+    if getattr(args, "json", False):
+        out.write(json.dumps({"runs": [r.to_dict() for r in records]}, indent=2,
+                             ensure_ascii=False, default=str) + "\n")
+        return 0
     for record in records:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
         failed = [s.id for s in record.steps if s.status == "failure"]
@@ -708,8 +727,16 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
                                        folder=folder)
     finally:
         close(engine)
+    as_json = getattr(args, "json", False)
+    listed: list[dict[str, Any]] = []
+    if as_json:
+        out, shown = io.StringIO(), out  # the text report is replaced by the JSON
     if not result.drafts:
         out.write(f"no draft groups: {result.reason}\n")
+        if as_json:
+            shown.write(json.dumps({"folder": str(folder), "drafts": [],
+                                    "reason": result.reason, "covered": {}}, indent=2,
+                                   ensure_ascii=False) + "\n")
         return 0
     written = 0
     try:
@@ -717,10 +744,16 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
         for suggestion in result.drafts[: args.limit]:
             draft = suggestion.draft
             target = folder / f"{draft.id}.yaml"
+            entry = {"id": draft.id, "path": str(target), "steps": len(draft.members),
+                     "edges": len(draft.edges), "examples": len(draft.examples),
+                     "source": suggestion.source, "support": draft.support,
+                     "errors": [e.format() for e in suggestion.errors]}
             if target.exists() and not args.force:
                 out.write(f"skipped {target} (exists; --force replaces it)\n")
+                listed.append({**entry, "written": False})
                 continue
             target.write_text(suggestion.text, encoding="utf-8")
+            listed.append({**entry, "written": True})
             edges = len(draft.edges)
             verdict = ("passes check" if not suggestion.errors else
                        f"{len(suggestion.errors)} error{'s' if len(suggestion.errors) != 1 else ''}"
@@ -747,6 +780,10 @@ def cmd_groups_suggest(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{written} draft group{'s' if written != 1 else ''} in {folder}; review them: "
               "`skillgrove check` reads and reports them as drafts; move one up into groups/ "
               "to approve it\n")
+    if as_json:
+        shown.write(json.dumps({"folder": str(folder), "drafts": listed, "reason": None,
+                                "covered": dict(sorted(result.covered.items()))}, indent=2,
+                               ensure_ascii=False) + "\n")
     return 0
 
 
@@ -765,6 +802,10 @@ def cmd_groups_lock(args: argparse.Namespace, out: TextIO) -> int:
         written = engine.lock_groups()
     if not written:
         raise SkillgroveError("no valid group to lock: `skillgrove check` says what is wrong")
+    if getattr(args, "json", False):
+        out.write(json.dumps({"written": [{"path": str(path), "groups": count}
+                                          for path, count in written]}, indent=2) + "\n")
+        return 0
     for path, count in written:
         out.write(f"wrote {path}: {count} group{'s' if count != 1 else ''} pinned (their "
                   "skills' content hashes and schemas); `skillgrove check` reports a skill that "

@@ -143,3 +143,35 @@ def test_a_broken_group_is_named_by_index_search_and_ask(
     main(["ask", "summarize the quarterly report PDF and email the key numbers", *argv],
          StringIO())
     assert expected in capsys.readouterr().err
+
+
+def test_every_command_that_prints_a_result_prints_json(index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    neighbors = cli_json(index, "graph", "neighbors", "pdf-to-text")
+    assert neighbors["node"]["name"] == "pdf-to-text"
+    assert {"edge": "CONTAINS", "direction": "<-", "name": "Report analysis and notification"} \
+        .items() <= next(e for e in neighbors["edges"]
+                         if e["id"] == "group:report-analysis").items()
+    composed = cli_json(index, "compose", "convert my markdown notes into a PDF and compute "
+                                          "its checksum")
+    assert composed["valid"] is True and composed["errors"] == []
+    assert composed["text"].startswith("# Composed at retrieval time")
+    out = StringIO()
+    assert main(["runs", "--json", "--index", str(index)], out) == 0
+    runs = json.loads(out.getvalue())["runs"]
+    assert isinstance(runs, list) and all({"id", "group", "status"} <= set(r) for r in runs)
+    library = Path(shutil.copytree(LIBRARY, tmp_path / "library"))
+    out = StringIO()
+    assert main(["groups", "lock", "--library", str(library), "--json"], out) == 0
+    [locked] = json.loads(out.getvalue())["written"]
+    assert locked == {"path": str(library / "groups" / "skillgrove.lock"), "groups": 11}
+    out = StringIO()
+    assert main(["groups", "suggest", "--library", str(library), "--index",
+                 str(tmp_path / "index"), "--json"], out) == 0
+    suggested = json.loads(out.getvalue())
+    assert suggested["folder"] == str(library / "groups" / "drafts")
+    assert suggested["drafts"], suggested["reason"]
+    for draft in suggested["drafts"]:
+        assert draft["written"] is True and Path(draft["path"]).is_file()
+        assert draft["steps"] >= 2 and isinstance(draft["errors"], list)

@@ -38,6 +38,10 @@ BUILDERS: list[Callable[[], cypher.Statement]] = [
     lambda: cypher.candidate_reads([HOSTILE], [HOSTILE]),
     lambda: cypher.hybrid_searches([(NodeKind.SKILL, 200), (NodeKind.GROUP, 200)],
                                    {NodeKind.SKILL: 5}, [HOSTILE, "pdf"], [0.5, 0.5]),
+    lambda: cypher.lock_sync(HOSTILE),
+    lambda: cypher.write_run({"id": HOSTILE, "group": HOSTILE, "inputs": HOSTILE}),
+    lambda: cypher.write_steps(HOSTILE, [{"id": HOSTILE, "order": 0, "error": HOSTILE}]),
+    lambda: cypher.read_run(HOSTILE),
 ]
 
 
@@ -226,3 +230,15 @@ def test_vector_search_asks_the_index_for_enough_candidates() -> None:
     assert params["exhaustive_up_to"] == cypher.EXHAUSTIVE_VECTOR_SEARCH_UP_TO
     _, params = cypher.vector_search(NodeKind.SKILL, [0.5, 0.5], 5000)
     assert params["candidates"] == 5000
+
+
+def test_the_run_log_statements() -> None:
+    query, params = cypher.read_runs(5)
+    assert "ORDER BY r.started_at DESC, r.id DESC LIMIT $limit" in query
+    assert params == {"limit": 5}
+    with pytest.raises(ValueError, match="must not be negative"):
+        cypher.read_runs(-1)
+    assert cypher.create_run_constraint()[1] == {"name": "skillgrove_run_id"}
+    # Runs are not the graph's: clearing the graph and a sync's reads leave them alone.
+    for statement in (cypher.delete_all(), cypher.existing_nodes()):
+        assert cypher.RUN_LABEL not in statement[0] and cypher.STEP_LABEL not in statement[0]

@@ -208,6 +208,37 @@ def summary_of(skill: Skill) -> str:
     return f"{skill.description}{outline}"
 
 
+def signature_text(schema: Mapping[str, Any] | None) -> str:
+    """A skill's inputs in one line: ``path: string (required), max_pages: integer``."""
+    from skillgrove.runtime.views import signature
+
+    return ", ".join(f"{i['name']}: {i['type']}" + (" (required)" if i["required"] else "")
+                     for i in signature(schema)) or "none"
+
+
+def how_to_run(skill: Skill) -> str | None:
+    """What an agent needs to run an executable skill itself: its compact signature, and the
+    MCP tool, HTTP route and command that run it; why it cannot, when it cannot run here.
+    None for an instruction-only skill (its instructions are the whole of it)."""
+    if not skill.is_executable:
+        return None
+    if not skill.available:
+        return "Cannot run here: " + "; ".join(skill.availability.reasons) + "."
+    name = skill.name
+    schema = skill.inputs or {}
+    # The required inputs; for a skill that needs one of several, its first input.
+    shown = list(schema.get("required") or [])[:4] or list(schema.get("properties") or {})[:1]
+    example = json.dumps(dict.fromkeys(shown, "..."))
+    confirm = ""
+    if skill.effects:
+        confirm = (f" It has effects ({', '.join(skill.effects)}): ask the user first; over "
+                   "MCP and HTTP pass `confirm: true`.")
+    return (f"Runs here. Inputs: {signature_text(skill.inputs)}. Run it with the MCP tool "
+            f"`run_skill` (`{{\"name\": \"{name}\", \"inputs\": {example}}}`), over HTTP "
+            f"`POST /v1/skills/{name}/runs` (`{{\"inputs\": {example}}}`), or "
+            f"`skillgrove run-skill {name} --json-input '{example}'`.{confirm}")
+
+
 def relevant_skills(toolbox: Toolbox, floor: float = ALSO_AVAILABLE_FLOOR) -> set[str]:
     """Ids of the skills the request ranked within ``floor`` of its best skill's score; none
     when the toolbox selected nothing (then even the best is a poor fit, and so are the
@@ -732,12 +763,14 @@ def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Result
     if primary and stage.instructions != "names":
         out += ["", "## Instructions", ""]
         for item in primary:
+            run = how_to_run(item.skill)
+            runs = [run, ""] if run else []
             if stage.instructions == "full":
                 out += [f"### {item.skill.name}", f"_{item.reason}; folder: {item.skill.folder}_",
-                        "", *_md_body(item.skill, bodies, report), ""]
+                        "", *runs, *_md_body(item.skill, bodies, report), ""]
             else:
                 out += [f"### {item.skill.name}", f"_{item.reason}{at(item.skill)}_", "",
-                        _summary(item.skill, bodies, report), ""]
+                        *runs, _summary(item.skill, bodies, report), ""]
     menu = [i for i in items if not i.primary]
     if menu and stage.menu != "none":
         out += ["", "## Also available", ""]
@@ -882,17 +915,19 @@ def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Re
             report.flagged.append(f"skill:{skill.name}")
             attrs += (' trust="untrusted" warning='
                       + _xml_attr(_skill_warning(skill, findings).replace("**", "")))
+        run = how_to_run(skill) if item.primary else None
+        running = f"\n      <run>{_xml_text(run)}</run>" if run else ""
         if item.primary and stage.instructions == "full":
             description = visible(skill.description) if findings else skill.description
             body = visible(_body(skill, bodies)) if findings else _body(skill, bodies)
             out.append(f"    <skill {attrs}>\n      <description>{_xml_text(description)}"
-                       f"</description>\n      <instructions>\n{_xml_text(body)}"
+                       f"</description>{running}\n      <instructions>\n{_xml_text(body)}"
                        "\n      </instructions>\n    </skill>")
         elif item.primary and stage.instructions == "summary":
             summary = visible(skill.description) if findings else _base_dir(summary_of(skill),
                                                                              skill)
             out.append(f"    <skill {attrs}><description>"
-                       f"{_xml_text(summary)}</description></skill>")
+                       f"{_xml_text(summary)}</description>{running}</skill>")
         elif item.primary or stage.menu == "names":
             out.append(f"    <skill name={_xml_attr(skill.name)}/>")
         elif stage.menu == "full":

@@ -516,3 +516,38 @@ def test_the_cli_fails_in_one_line_when_the_budget_cannot_be_met(bundled,  # typ
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
     assert len(err) == 1 and err[0].startswith("skillgrove: budget: 40 tokens cannot hold")
+
+
+# -- blocks an agent can act on ----------------------------------------------------------------
+
+
+def test_an_executable_skill_in_the_block_says_its_inputs_and_how_to_run_it(
+        bundled: tuple[Skillgrove, dict[str, RunRecord]]) -> None:
+    engine, _ = bundled
+    block = engine.inject("convert my markdown notes into a PDF").text
+    section = block.split("### markdown-to-pdf", 1)[1].split("\n### ", 1)[0]
+    assert ("Inputs: markdown: string, path: string, title: string, font_path: string, "
+            "line_breaks: boolean, output_dir: string, filename: string.") in section
+    assert '`run_skill` (`{"name": "markdown-to-pdf", "inputs": {"markdown": "..."}}`)' \
+        in section
+    assert "`POST /v1/skills/markdown-to-pdf/runs`" in section
+    assert "`skillgrove run-skill markdown-to-pdf --json-input '{\"markdown\": \"...\"}'`" \
+        in section
+    budgets = range(engine.inject("convert my markdown notes into a PDF").tokens, 100, -10)
+    summary = next(block for block in (engine.inject("convert my markdown notes into a PDF",
+                                                     budget=b) for b in budgets)
+                   if block.level == "summaries")
+    assert "Runs here. Inputs: markdown: string" in summary.text
+    xml_block = engine.inject("convert my markdown notes into a PDF", fmt="xml").text
+    [run] = xml.dom.minidom.parseString(xml_block).getElementsByTagName("run")
+    assert "POST /v1/skills/markdown-to-pdf/runs" in run.firstChild.data  # type: ignore[union-attr]
+
+
+def test_a_skill_with_effects_says_it_needs_confirmation(
+        bundled: tuple[Skillgrove, dict[str, RunRecord]]) -> None:
+    engine, _ = bundled
+    block = engine.inject("send an email to the team").text
+    section = block.split("### send-email", 1)[1].split("\n### ", 1)[0]
+    assert "Inputs: to: string|array (required), subject: string (required), body: string " \
+           "(required)" in section
+    assert "It has effects (sends-email): ask the user first" in section

@@ -763,8 +763,8 @@ def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Result
     if primary and stage.instructions != "names":
         out += ["", "## Instructions", ""]
         for item in primary:
-            run = how_to_run(item.skill)
-            runs = [run, ""] if run else []
+            how = how_to_run(item.skill)
+            runs = [how, ""] if how else []
             if stage.instructions == "full":
                 out += [f"### {item.skill.name}", f"_{item.reason}; folder: {item.skill.folder}_",
                         "", *runs, *_md_body(item.skill, bodies, report), ""]
@@ -915,8 +915,8 @@ def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Re
             report.flagged.append(f"skill:{skill.name}")
             attrs += (' trust="untrusted" warning='
                       + _xml_attr(_skill_warning(skill, findings).replace("**", "")))
-        run = how_to_run(skill) if item.primary else None
-        running = f"\n      <run>{_xml_text(run)}</run>" if run else ""
+        how = how_to_run(skill) if item.primary else None
+        running = f"\n      <run>{_xml_text(how)}</run>" if how else ""
         if item.primary and stage.instructions == "full":
             description = visible(skill.description) if findings else skill.description
             body = visible(_body(skill, bodies)) if findings else _body(skill, bodies)

@@ -184,6 +184,20 @@ class RetrievalConfig:
     """A group answers only when one of its steps is among this many best-ranked skills for
     the request (None: off; ``skillgrove bench`` keeps it only where held-out history
     agrees)."""
+    split_parts: bool = True
+    """Whether a request that asks for several things ("A, B and C", "A, then B") is answered
+    part by part (``Retriever._several_tasks``); off, the whole request's ranking is cut once
+    by ``select``."""
+    part_ratio: float = 0.5
+    """A part of the request gets a skill of its own only when that skill's evidence reaches
+    this share of the best part's: a part that matches nothing well is a detail of another."""
+    partner_boost: float = 0.1
+    """How much more a part's candidate counts when it is known to run after a skill chosen
+    for an earlier part (FLOWS_TO from it); 0: off."""
+    plan_order: bool = True
+    """Whether the planner (``graph/planner.py``) orders a composed toolbox and turns a group's
+    edge round when the request states the other order; off, a composed toolbox keeps only
+    declared prerequisites and a group its learned order."""
     closure_max: int = 12
     """At most this many declared prerequisites join a single-skill answer (its dependency
     closure); 0 turns the closure off."""
@@ -317,7 +331,7 @@ class Retriever:
             placed = set(stand_in.members)
             skills = [*self._scored(stand_in.members, skills, stand_in.notes),
                       *(s for s in skills if s.id not in placed)]
-        elif group is None and fast is None:
+        elif group is None and fast is None and self.config.split_parts:
             several = self._several_tasks(request, context, k, weight, skills)
             if several is not None:
                 skills, tops, parts = several
@@ -326,7 +340,7 @@ class Retriever:
         selected: tuple[str, ...]
         if group is not None:
             selected = group.members
-            if fast is None and self.config.extend_groups:
+            if fast is None and self.config.extend_groups and self.config.split_parts:
                 extras = self._extra_tasks(request, group, context, k, weight)
                 if extras:
                     selected = group.members + tuple(e.id for e in extras)
@@ -345,11 +359,11 @@ class Retriever:
             # Nothing fits well enough to select, but the best candidate is still shown with
             # what it would need.
             _, skills, _ = self._with_prerequisites((skills[0].id,), skills)
-        if group is None and len(selected) > 1:
+        if group is None and len(selected) > 1 and self.config.plan_order:
             selected, edges, plan_notes = self._planned(request, selected, skills, edges)
             if plan_notes:
                 reason = (reason + "; " if reason else "") + plan_notes
-        elif group is not None and fast is None:
+        elif group is not None and fast is None and self.config.plan_order:
             group = self._in_stated_order(request, group, context, k, weight)
         anchors = list(group.members) if group is not None else list(selected)
         # Companions the answer does not already offer: not the anchors, nor a ranked skill
@@ -407,13 +421,13 @@ class Retriever:
 
         The best skill for the whole request answers every part that ranks it (or a skill
         already chosen) among its first ``PART_COVER_DEPTH``; each other part gets its own
-        best skill when that clears ``select_min`` and ``PART_RATIO`` of the best part's (a
+        best skill when that clears ``select_min`` and ``part_ratio`` of the best part's (a
         part that matches nothing well is a detail of another, not a task)."""
         rankings = self._part_rankings(request, context, k, weight)
         if not rankings:
             return None
         best_part = max((r[0].score for r in rankings if r), default=0.0)
-        floor = PART_RATIO * best_part
+        floor = self.config.part_ratio * best_part
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
         top = whole[0] if whole and self.fits(whole[0]) else None
         for index, ranking in enumerate(rankings):
@@ -455,18 +469,19 @@ class Retriever:
         """The skill a part of the request gets, and its evidence: its best-ranked one,
         unless one of its first ``PARTNER_DEPTH`` is known to run after a skill chosen for
         an earlier part (FLOWS_TO from it: a group's step or a declared prerequisite),
-        which counts ``PARTNER_BOOST`` more ("zip these files and email them to Bob": the
+        which counts ``partner_boost`` more ("zip these files and email them to Bob": the
         mail skill a group sends archives with)."""
         if not ranking:
             return None
         partners: set[str] = set()
-        if chosen:
+        if chosen and self.config.partner_boost > 0:
             reads = self._reads
             reads.fetch(neighbors=chosen)
             partners = {edge.dst for sid in chosen
                         for edge, _ in reads.neighbors(sid, [EdgeKind.FLOWS_TO])
                         if edge.src == sid}
-        scored = [(s.score + (PARTNER_BOOST if s.id in partners else 0.0), s)
+        boost = self.config.partner_boost
+        scored = [(s.score + (boost if s.id in partners else 0.0), s)
                   for s in ranking[:PARTNER_DEPTH]]
         evidence, best = max(scored, key=lambda t: t[0])
         return best, evidence
@@ -638,13 +653,13 @@ class Retriever:
         """Skills the group lacks for a part of a request that asks for several things ("...
         and email it. Also zip the PDF"), by the rule of :meth:`_several_tasks`: a part that
         ranks one of the group's steps among its first ``PART_COVER_DEPTH`` is the group's;
-        another gets its best skill when that fits on its own and reaches ``PART_RATIO`` of
+        another gets its best skill when that fits on its own and reaches ``part_ratio`` of
         the best part's. The group then stays as it is, with these beside it (a group
         adjusted: ``shape == "composed"``)."""
         members = set(group.members)
         extras: dict[str, ScoredSkill] = {}
         rankings = self._part_rankings(request, context, k, weight)
-        floor = PART_RATIO * max((r[0].score for r in rankings if r), default=0.0)
+        floor = self.config.part_ratio * max((r[0].score for r in rankings if r), default=0.0)
         parts = request_parts(request)
         for index, ranking in enumerate(rankings, 1):
             if parts[index - 1].join is not Join.SEQUENCE:
@@ -1744,12 +1759,9 @@ PART_COVER_DEPTH = 3
 skill among its first three: "give me the mean and median of each column" is one task whose
 halves both rank the statistics skill."""
 
-PART_RATIO = 0.5
-
 FIT_COSINE_SLACK = 0.02
 
 PARTNER_DEPTH = 10
-PARTNER_BOOST = 0.1
 
 SIBLING_CANDIDATES = 3
 """Siblings are looked for among the router's first three candidates: further down, its

@@ -657,14 +657,54 @@ def hide_skill_sets(dataset: Dataset, share: float, seed: int = 0,
     return replace(dataset, history=history, queries=queries), chosen
 
 
+STAGES: dict[str, tuple[str, dict[str, Any]]] = {
+    "groups": ("no group answers: skills only, with what was learned (co-use, transitions)",
+               {"group_threshold": 2.0, "cjk_group_threshold": 2.0}),
+    "fast-route": ("every request is embedded (the router's words alone never answer)",
+                   {"fast_route_confidence": 2.0}),
+    "one-skill": ("one skill never replaces a chosen group",
+                  {"single_skill_margin": 1.0, "single_step_lead": 1.0}),
+    "support": ("a group needs no step among the request's best skills",
+                {"group_support_depth": None, "top_in_a_group": False}),
+    "final-steps": ("the router alone ranks groups (no evidence from their final steps)",
+                    {"target_weight": 0.0}),
+    "siblings": ("no sibling comparison between groups named alike", {"sibling_weight": 0.0}),
+    "near-miss": ("no runner-up group replaces the chosen one", {"near_miss_margin": 1.0}),
+    "stand-in": ("no skill named like a group's final step stands in for it",
+                 {"stand_in_margin": 1.0}),
+    "parts": ("the request is not split into parts: one cut of its ranking",
+              {"split_parts": False}),
+    "partner": ("a part's skill gets no lead for following an earlier part's",
+                {"partner_boost": 0.0}),
+    "planner": ("no order from the request, data flow or transitions (declared prerequisites "
+                "and learned groups only)", {"plan_order": False}),
+    "closure": ("a selected skill's declared prerequisites are not added", {"closure_max": 0}),
+    "gloss": ("no English gloss for a request in Chinese", {"use_gloss": False}),
+    "fit": ("a skill fits by its hybrid score alone (not its embedding)",
+            {"fit_min_cosine": None}),
+}
+"""What ``bench --without STAGE`` turns off, and the settings that do it: applied before
+calibration (nothing is fitted for a stage that is off) and again after it."""
+
+
+def without_stages(config: RetrievalConfig, stages: Sequence[str]) -> RetrievalConfig:
+    """``config`` with ``stages`` (names of :data:`STAGES`) off."""
+    for stage in stages:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
+        config = replace(config, **STAGES[stage][1])
+    return config
+
+
 def run_bench(folder: Path, mode: str, encoder: Encoder,
               make_store: Callable[[Path], GraphStore], store_name: str = "embedded",
               config: RetrievalConfig | None = None, limit: int | None = None,
               progress: Callable[[str], None] | None = None,
-              hide_sets: float = 0.0) -> BenchResult:
+              hide_sets: float = 0.0, without: Sequence[str] = ()) -> BenchResult:
     """Run the benchmark in ``folder``. ``hide_sets``: remove that share of the recurring
     skill sets (seeded) from history entirely and score only the queries whose gold set was
-    hidden: what composition does for a task no learned group covers."""
+    hidden: what composition does for a task no learned group covers. ``without``: stages
+    (:data:`STAGES`) turned off, for an ablation."""
     dataset = read_dataset(folder)
     say = progress or (lambda _: None)
     hidden: set[frozenset[str]] = set()
@@ -674,8 +714,10 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             f"{len(dataset.queries)} queries need one of them")
     timings: dict[str, float] = {}
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
-    base = config or RetrievalConfig()
+    base = without_stages(config or RetrievalConfig(), without)
     details: dict[str, Any] = {"history_rows": len(dataset.history)}
+    if without:
+        details["without"] = list(without)
     with tempfile.TemporaryDirectory(prefix=f"skillgrove-bench-{digest}-") as scratch:
         if mode == "groups":
             # Calibrate first: with --store neo4j both builds share one database.
@@ -717,6 +759,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             calibration.update(targets)
             calibration.update(near_miss)
             store.close()
+            base = without_stages(base, without)
             details["calibration"] = calibration
             timings["calibration_s"] = round(time.perf_counter() - started, 1)
             say(f"calibrated on history: {calibration}")

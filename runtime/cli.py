@@ -332,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="one JSON object on stdout")
     bench.add_argument("--limit", type=positive_int, default=None, metavar="N",
                        help="only the first N queries")
+    bench.add_argument("--without", action="append", default=[], metavar="STAGE",
+                       help="turn a retrieval stage off, to see what it is worth (repeatable; "
+                       "e.g. parts, planner, groups: an unknown name lists them all)")
     bench.add_argument("--hide-sets", type=share, default=0.0, metavar="SHARE",
                        help="hide this share of the recurring skill sets from history (seeded) "
                             "and score only the queries that need one: the composition figure")

@@ -697,10 +697,17 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         if not args.json:
             sys.stderr.write(message + "\n")
 
+    from skillgrove.runtime.bench import STAGES
+
+    unknown = [stage for stage in args.without if stage not in STAGES]
+    if unknown:
+        raise SkillgroveError(f"--without {unknown[0]}: no such stage; the stages are "
+                              + ", ".join(sorted(STAGES)))
     if not 0.0 <= args.hide_sets < 1.0:
         raise SkillgroveError("--hide-sets must be a share from 0 up to (not including) 1")
     result = run_bench(args.dir, args.mode, engine.encoder, make_store, args.store,
-                       limit=args.limit, progress=say, hide_sets=args.hide_sets)
+                       limit=args.limit, progress=say, hide_sets=args.hide_sets,
+                       without=args.without)
     if args.json:
         out.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
     else:

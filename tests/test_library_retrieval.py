@@ -216,3 +216,54 @@ def test_requests_a_new_user_tried(retriever: tuple[Library, Retriever], request
         assert [(names[a], names[b]) for a, b in toolbox.edges] == edges
     if edges:
         assert toolbox.fallback_reason and "composed" in toolbox.fallback_reason
+
+
+# What each stage of ``bench --without`` does on the bundled library: (stage, request, the
+# skills selected in order with it on, and with it off).
+ABLATED = [
+    ("parts", "zip up these three files and email them to Bob",
+     ["zip-files", "send-email"], ["zip-files"]),
+    ("groups", "summarize this PDF report and email the key numbers to the team",
+     ["pdf-to-text", "extract-metrics", "summarize-text", "markdown-table", "send-email"],
+     None),
+]
+
+
+@pytest.mark.parametrize(("stage", "request_text", "on", "off"), ABLATED)
+def test_a_stage_turned_off_changes_the_answer_it_is_for(
+        retriever: tuple[Library, Retriever], stage: str, request_text: str, on: list[str],
+        off: list[str] | None) -> None:
+    from dataclasses import replace
+
+    from skillgrove.runtime.bench import STAGES, without_stages
+
+    _, search = retriever
+
+    def answer(found: Retriever) -> tuple[list[str], bool]:
+        toolbox = found.search(request_text)
+        names = {s.id: s.name for s in toolbox.skills}
+        if toolbox.group is not None:
+            names.update(zip(toolbox.group.members, toolbox.group.member_names, strict=False))
+        return [names[s] for s in toolbox.selected], toolbox.group is not None
+
+    assert answer(search)[0] == on
+    ablated = Retriever(search.store, search.encoder, without_stages(search.config, [stage]))
+    chosen, grouped = answer(ablated)
+    assert not grouped or stage != "groups"
+    if off is not None:
+        assert chosen == off
+    assert without_stages(search.config, [stage]) == replace(search.config, **STAGES[stage][1])
+    with pytest.raises(ValueError, match="unknown stage 'nope'"):
+        without_stages(search.config, ["nope"])
+
+
+def test_the_planner_off_leaves_a_composed_toolbox_unordered(
+        retriever: tuple[Library, Retriever]) -> None:
+    from skillgrove.runtime.bench import without_stages
+
+    _, search = retriever
+    request_text = "zip up these three files and email them to Bob"
+    assert search.search(request_text).edges
+    ablated = Retriever(search.store, search.encoder, without_stages(search.config, ["planner"]))
+    toolbox = ablated.search(request_text)
+    assert len(toolbox.selected) == 2 and not toolbox.edges

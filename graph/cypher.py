@@ -847,21 +847,17 @@ def create_run_started_index() -> Statement:
             {"name": RUN_STARTED_INDEX_NAME})
 
 
-def write_run(run: Mapping[str, Any]) -> Statement:
-    """Creates or replaces the run ``run["id"]``: its properties, and its steps' old nodes
-    removed (:func:`write_steps` writes the new ones in the same transaction). ``run`` holds
-    the run's properties only (no ``steps``)."""
+def write_run(run: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> Statement:
+    """Creates or replaces the run ``run["id"]`` in one statement (one round trip): its
+    properties (``run`` holds no ``steps``), its old step nodes removed, then a node per step
+    of ``steps``, each with its ``order`` in the record."""
     return (f"MERGE (r:{RUN_LABEL} {{id: $id}}) SET r = $run "
-            f"WITH r OPTIONAL MATCH (r)-[:HAS_STEP]->(s:{STEP_LABEL}) DETACH DELETE s "
-            "RETURN count(*) AS written",
-            {"id": run["id"], "run": dict(run)})
-
-
-def write_steps(run_id: str, steps: Sequence[Mapping[str, Any]]) -> Statement:
-    """The step nodes of a run, each with its ``order`` in the record."""
-    return (f"MATCH (r:{RUN_LABEL} {{id: $id}}) UNWIND $steps AS step "
-            f"CREATE (r)-[:HAS_STEP]->(s:{STEP_LABEL}) SET s = step",
-            {"id": run_id, "steps": [dict(s) for s in steps]})
+            # ``CALL { WITH r ...}``, not ``CALL (r) {...}``: servers before 5.23 know only it.
+            f"WITH r CALL {{ WITH r MATCH (r)-[:HAS_STEP]->(old:{STEP_LABEL}) "
+            "DETACH DELETE old } "
+            f"CALL {{ WITH r UNWIND $steps AS step CREATE (r)-[:HAS_STEP]->(s:{STEP_LABEL}) "
+            "SET s = step } RETURN r.id AS id",
+            {"id": run["id"], "run": dict(run), "steps": [dict(s) for s in steps]})
 
 
 _RUN_COLUMNS = (f"r {{.*}} AS run, [(r)-[:HAS_STEP]->(s:{STEP_LABEL}) | s {{.*}}] AS steps")

@@ -5,9 +5,9 @@ run log", draws the shapes); inputs, context and outputs are JSON strings, as th
 SQLite log, and status, timings and the sandbox flag are properties of their own, so Cypher can
 ask for them. Neither label belongs to the graph: a sync or a ``clear`` leaves runs alone.
 
-Recording is one managed write transaction (the driver retries it on transient failures): the
-run node is created or replaced, its old steps removed and the new ones written, so a reader sees
-the whole record as it was before or as it is after, never half of it. Reads are one round
+Recording is one statement in one managed write transaction (the driver retries it on transient
+failures): the run node is created or replaced, its old steps removed and the new ones written,
+so a reader sees the whole record as it was before or as it is after, never half of it. Reads are one round
 trip each. Failures are the store's :class:`~graph.errors.StoreError`, naming the server.
 
 >>> log = Neo4jStore.from_environment().run_log()      # doctest: +SKIP
@@ -18,11 +18,10 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrove.graph import cypher
-from skillgrove.graph.cypher import Statement
 from skillgrove.graph.errors import StoreError
 from skillgrove.graph.runlog import RunRecord, StepRecord, portable_record
 
@@ -46,13 +45,8 @@ class Neo4jRunLog:
 
     def record(self, run: RunRecord) -> None:
         properties, steps = run_properties(run)
-
-        def work(execute: Callable[[Statement], list[dict[str, Any]]]) -> None:
-            execute(cypher.write_run(properties))
-            if steps:
-                execute(cypher.write_steps(run.id, steps))
-
-        self._store.write_transaction(work, f"record run {run.id}")
+        self._store.write_transaction(lambda execute: execute(cypher.write_run(properties, steps)),
+                                      f"record run {run.id}")
 
     def get(self, run_id: str) -> RunRecord | None:
         rows = self._store.read_rows(cypher.read_run(run_id), f"read run {run_id}")

@@ -167,3 +167,40 @@ def test_runs_recorded_at_once_from_many_threads_are_all_kept(open_log: Opener) 
     listed = log.list(limit=1000)
     assert [r.id for r in listed] == [f"t{n:03d}" for n in reversed(range(80))]
     assert all(r == a_run(r.id, started_at=r.started_at) for r in listed)
+
+
+# -- which log the engine uses ----------------------------------------------------------------
+
+def test_an_engine_on_a_store_without_a_log_of_its_own_keeps_runs_in_sqlite(
+        tmp_path: Path, encoder: object) -> None:
+    """A GraphStore object without a run log (here an in-memory embedded store): runs go to the
+    SQLite file beside the index, which indexing does not create when no run was recorded."""
+    from skillgrove import Skillgrove
+    from skillgrove.graph.embedded import EmbeddedStore
+    from tests.helpers import copy_fixture_library
+
+    library = copy_fixture_library(tmp_path / "lib")
+    with Skillgrove([library], index=tmp_path / "index", store=EmbeddedStore(None),
+                    encoder=encoder) as engine:  # type: ignore[arg-type]
+        engine.index()
+        assert not (tmp_path / "index" / "runs.sqlite").exists()
+        assert isinstance(engine.run_log, SqliteRunLog)
+        assert engine.run_log.location == str(tmp_path / "index" / "runs.sqlite")
+
+
+@pytest.mark.neo4j
+def test_an_engine_on_neo4j_keeps_runs_in_neo4j(tmp_path: Path, encoder: object) -> None:
+    from skillgrove import Skillgrove
+    from skillgrove.graph.neo4j_runlog import Neo4jRunLog
+    from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
+    from tests.conftest import NEO4J_URI
+
+    store = Neo4jStore.from_config(Neo4jConfig(uri=NEO4J_URI))
+    with Skillgrove(index=tmp_path / "index", store=store,
+                    encoder=encoder) as engine:  # type: ignore[arg-type]
+        assert isinstance(engine.run_log, Neo4jRunLog)
+        engine.run_log.record(a_run("engine-run"))
+        assert engine.get_run("engine-run") == a_run("engine-run")
+        with pytest.raises(Exception, match="no run 'gone' in the run log in Neo4j at bolt://"):
+            engine.get_run("gone")
+    assert not (tmp_path / "index" / "runs.sqlite").exists()

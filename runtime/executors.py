@@ -5,8 +5,11 @@ once stdout passes it), a working directory inside the skill folder, and only th
 variables the skill declares (``requires.env`` and ``entrypoint.env``) plus a minimal base (PATH,
 HOME, LANG, TMPDIR). Cancelling (:class:`Cancel`) stops it the same way as the deadline.
 
-A command is not started directly but through :mod:`skillgrove.runtime.launcher`, itself started
-with the skill's filtered environment. The launcher adopts every orphaned descendant (a child
+In the sandbox (:mod:`skillgrove.runtime.sandbox`, the default) a skill process is started as
+``bwrap ... -- ARGV`` with the skill's filtered environment, and bwrap's PID namespace holds
+the tree: killing bwrap kills it all. Without the sandbox a command is not started directly
+but through :mod:`skillgrove.runtime.launcher`, itself started with the skill's filtered
+environment. The launcher adopts every orphaned descendant (a child
 subreaper), puts the skill in a PID namespace of its own where the kernel allows it, drops the
 capabilities that read other processes' memory, and at the deadline, on cancel, or when the skill
 exits, kills the whole tree, ``setsid`` daemons included. This process makes itself non-dumpable
@@ -34,6 +37,7 @@ import http.client
 import json
 import math
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -49,7 +53,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from skillgrove.runtime import sandbox as sandbox_module
 from skillgrove.skills import boundedjson
@@ -312,24 +316,30 @@ def hide_own_environment() -> bool:
 
 
 class _Tree:
-    """A launched skill: the launcher process and the pipe whose closing tells it to kill."""
+    """A started skill and how to stop all of it. Unsandboxed: the launcher, and the pipe whose
+    closing tells it to kill the tree. Sandboxed: bwrap itself (``control`` None), killed
+    outright: the namespace's first process dies with it and the kernel kills the rest."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], control: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], control: int | None) -> None:
         self.proc = proc
         self._control: int | None = control
         self._lock = threading.Lock()
         self.stopped_at: float | None = None
 
     def stop(self) -> None:
-        """Ask the launcher to kill every process of the tree (it exits when they are gone)."""
+        """Kill every process of the tree (the launcher does it and exits when they are gone)."""
         with self._lock:
+            if self.stopped_at is not None:
+                return
+            self.stopped_at = time.monotonic()
             if self._control is not None:
                 os.close(self._control)
                 self._control = None
-                self.stopped_at = time.monotonic()
+            else:
+                self.force()
 
     def force(self) -> None:
-        """Kill the launcher's session outright (it did not stop in time)."""
+        """Kill the launcher's (or bwrap's) session outright."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
@@ -436,6 +446,137 @@ def parse_outputs(data: bytes, what: str) -> tuple[dict[str, Any], str | None]:
     return outputs, None
 
 
+_NS_GET_USERNS = 0xB701
+"""ioctl on a namespace file: the user namespace that owns it (linux/nsfs.h)."""
+
+
+def _has_user_map(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/uid_map", "rb") as handle:
+            return bool(handle.read().strip())
+    except OSError:
+        return True  # gone: slirp4netns will say so
+
+
+class _Network:
+    """The outward-only network of one sandboxed execution (a skill with a network effect).
+
+    bwrap is started with ``--info-fd`` (it writes the PID of the namespace's first process
+    there) and ``--block-fd`` (it runs nothing until a byte arrives). slirp4netns then joins
+    that network namespace from outside, configures a tap device and NATs its connections
+    through the host, with ``--disable-host-loopback``: the host's 127.0.0.0/8 (the engine's
+    API, any local service) is never reached. Only when slirp4netns says it is ready does the
+    skill start. slirp4netns ends when its exit pipe closes (here, or with the engine)."""
+
+    def __init__(self) -> None:
+        self.info_read, self.info_write = os.pipe()
+        self.block_read, self.block_write = os.pipe()
+        self.slirp: subprocess.Popen[bytes] | None = None
+        self.said: IO[bytes] | None = None
+        self.exit_write: int | None = None
+        self._open = [self.info_read, self.block_write]
+
+    def bwrap_options(self) -> list[str]:
+        return ["--info-fd", str(self.info_write), "--block-fd", str(self.block_read)]
+
+    def child_ends(self) -> list[int]:
+        return [self.info_write, self.block_read]
+
+    def start(self, deadline: float, cancel: Cancel) -> str | None:
+        """Give the namespace its network and let the skill start; why not, if it failed."""
+        info = self._read_until(self.info_read, rb'"child-pid": *(\d+)', deadline, cancel)
+        if info is None:
+            return "the sandbox did not start (no namespace to give a network to)"
+        slirp = sandbox_module.slirp_path()
+        if slirp is None:
+            return sandbox_module.network_problem()
+        # bwrap says the PID before the namespace's user map is written (the child writes it
+        # itself when bwrap is not setuid), and later moves its child into a nested user
+        # namespace (--disable-userns): slirp4netns is given the network namespace and the
+        # user namespace that owns it (NS_GET_USERNS), as open files, once the map is there.
+        while not _has_user_map(info.decode()):
+            if time.monotonic() > deadline or cancel.is_set():
+                return "the sandbox did not start (its user namespace was never mapped)"
+            time.sleep(0.002)
+        try:
+            netns = os.open(f"/proc/{info.decode()}/ns/net", os.O_RDONLY)
+        except OSError as exc:
+            return f"the sandbox ended before it had a network: {exc.strerror}"
+        self._open.append(netns)
+        import fcntl  # Linux, as the sandbox
+
+        try:
+            userns = fcntl.ioctl(netns, _NS_GET_USERNS)
+        except OSError as exc:
+            return f"cannot find the sandbox's user namespace: {exc.strerror}"
+        self._open.append(userns)
+        ready_read, ready_write = os.pipe()
+        exit_read, self.exit_write = os.pipe()
+        self._open.append(ready_read)
+        self.said = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        try:
+            self.slirp = subprocess.Popen(
+                [slirp, *sandbox_module.SLIRP_OPTIONS, f"--ready-fd={ready_write}",
+                 f"--exit-fd={exit_read}", "--netns-type=path",
+                 f"--userns-path=/proc/self/fd/{userns}", f"/proc/self/fd/{netns}", "tap0"],
+                pass_fds=(ready_write, exit_read, netns, userns), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=self.said, start_new_session=True)
+        except OSError as exc:
+            return f"cannot start slirp4netns for the sandbox's network: {exc.strerror}"
+        finally:
+            os.close(ready_write)
+            os.close(exit_read)
+        if self._read_until(ready_read, rb"(1)", deadline, cancel) is None:
+            self.said.seek(0)
+            said = self.said.read()[-300:]
+            why = printable(said.decode("utf-8", "replace").strip().replace("\n", " / ")
+                            if said.strip() else "it was not ready in time")
+            return f"slirp4netns could not give the sandbox its network: {why}"
+        os.write(self.block_write, b"1")
+        return None
+
+    @staticmethod
+    def _read_until(fd: int, pattern: bytes, deadline: float, cancel: Cancel) -> bytes | None:
+        import re
+
+        data = b""
+        while not cancel.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+            if not ready:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            data += chunk
+            found = re.search(pattern, data)
+            if found is not None:
+                return found.group(1)
+        return None
+
+    def close(self) -> None:
+        """Let go of the pipes and stop slirp4netns."""
+        for fd in self._open:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._open = []
+        if self.exit_write is not None:
+            os.close(self.exit_write)
+            self.exit_write = None
+        if self.slirp is not None:
+            try:
+                self.slirp.wait(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                self.slirp.kill()
+                self.slirp.wait()
+            self.slirp = None
+        if self.said is not None:
+            self.said.close()
+            self.said = None
+
+
 class SubprocessExecutor:
     """Python and command entrypoints in a subprocess; HTTP entrypoints with urllib.
 
@@ -496,10 +637,16 @@ class SubprocessExecutor:
                 if workspace is not None:
                     env.update(workspace.environment())
                 with _outbox_for(skill, env, sandboxed):
+                    network = False
                     if sandboxed:
-                        argv = self._sandboxed(argv, skill, inputs, workspace, env)
-                    result = self._process(argv, skill, env, inputs, limit, cancel,
-                                           namespace=self.pid_namespace and not sandboxed)
+                        argv, network = self._sandboxed(argv, skill, inputs, workspace, env)
+                    refused = sandbox_module.network_problem() if network else None
+                    if refused is not None:  # never the host's network instead
+                        result = ExecResult(Outcome.ERROR, error=refused)
+                    else:
+                        result = self._process(argv, skill, env, inputs, limit, cancel,
+                                               namespace=self.pid_namespace and not sandboxed,
+                                               sandboxed=sandboxed, network=network)
         seconds = time.perf_counter() - started
         if result.ok:
             problem = validate_outputs(skill, result.outputs)
@@ -533,29 +680,52 @@ class SubprocessExecutor:
                                      masked=self.protected.masked + _bytecode_folders(skill))
 
     def _sandboxed(self, argv: list[str], skill: Skill, inputs: Mapping[str, Any],
-                   workspace: Workspace | None, env: Mapping[str, str]) -> list[str]:
+                   workspace: Workspace | None, env: Mapping[str, str]) -> tuple[list[str], bool]:
+        """The bwrap command line for ``argv``, and whether it wants a network."""
         mounts = self.mounts(skill, inputs, workspace, env)
         return sandbox_module.command(sandbox_module.bwrap_path(), argv, folder=skill.folder,
-                                      mounts=mounts, env=env,
-                                      interpreters=sandbox_module.interpreter_roots(self.python))
+                                      mounts=mounts,
+                                      interpreters=sandbox_module.interpreter_roots(
+                                          self.python)), mounts.network
 
     def _process(self, argv: list[str], skill: Skill, env: Mapping[str, str],
                  inputs: Mapping[str, Any], limit: float, cancel: Cancel, *,
-                 namespace: bool = True) -> ExecResult:
+                 namespace: bool = True, sandboxed: bool = False,
+                 network: bool = False) -> ExecResult:
+        """Run ``argv`` (a bwrap command line when ``sandboxed``) with exactly ``env``. In the
+        sandbox bwrap is started directly: it is the namespace's parent, and killing it kills
+        the namespace; otherwise the launcher holds the tree. ``network``: bwrap waits until
+        slirp4netns has given its namespace the outward-only network (:class:`_Network`)."""
         hide_own_environment()
-        control, stop_pipe = os.pipe()
-        launch = [sys.executable or self.python, "-I", "-S", str(LAUNCHER), str(control),
-                  *([] if namespace else ["--no-namespace"]), "--", *argv]
+        pipes: list[int] = []  # the child's ends, closed here once it started
+        net: _Network | None = None
+        if sandboxed:
+            control, stop_pipe = None, None
+            if network:
+                net = _Network()
+                argv = [argv[0], *net.bwrap_options(), *argv[1:]]
+                pipes += net.child_ends()
+            launch = argv
+        else:
+            control, stop_pipe = os.pipe()
+            pipes.append(control)
+            launch = [sys.executable or self.python, "-I", "-S", str(LAUNCHER), str(control),
+                      *([] if namespace else ["--no-namespace"]), "--", *argv]
         try:
             proc = subprocess.Popen(
-                launch, cwd=skill.folder, env=dict(env), pass_fds=(control,),
+                launch, cwd=skill.folder, env=dict(env), pass_fds=tuple(pipes),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True)
         except OSError as exc:
-            os.close(stop_pipe)
+            for fd in (stop_pipe,):
+                if fd is not None:
+                    os.close(fd)
+            if net is not None:
+                net.close()
             return ExecResult(Outcome.ERROR, error=f"cannot start {launch[0]}: {exc.strerror}")
         finally:
-            os.close(control)
+            for fd in pipes:
+                os.close(fd)
         tree = _Tree(proc, stop_pipe)
         killed = threading.Event()
 
@@ -567,9 +737,15 @@ class SubprocessExecutor:
         deadline = time.monotonic() + limit
         stdout = bytearray()
         stderr = bytearray()
+        network_error: str | None = None
         try:
+            if net is not None:
+                network_error = net.start(deadline, cancel)
+                if network_error is not None:
+                    tree.stop()
             payload = json.dumps(dict(inputs), ensure_ascii=False).encode()
-            over_cap = self._collect(tree, payload, stdout, stderr, deadline, kill)
+            over_cap = False if network_error is not None else self._collect(
+                tree, payload, stdout, stderr, deadline, kill)
         finally:
             cancel.on_cancel(None)
             tree.stop()
@@ -578,10 +754,14 @@ class SubprocessExecutor:
             except subprocess.TimeoutExpired:
                 tree.force()
                 proc.wait()
+            if net is not None:
+                net.close()
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 with contextlib.suppress(OSError):
                     pipe.close()  # type: ignore[union-attr]
         tail = bytes(stderr).decode("utf-8", "replace")
+        if network_error is not None and not cancel.is_set():
+            return ExecResult(Outcome.ERROR, error=network_error, retryable=True)
         if cancel.is_set():
             return ExecResult(Outcome.CANCELLED, error=_cancelled(cancel),
                               stderr_tail=tail[-2000:])

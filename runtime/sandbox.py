@@ -1,11 +1,16 @@
 """The operating-system sandbox every skill process runs in (bubblewrap, Linux).
 
-A skill's command or Python entrypoint is started as ``bwrap <mounts> -- ARGV`` inside the
-launcher (:mod:`skillgrove.runtime.launcher`). What the skill gets:
+A skill's command or Python entrypoint is started as ``bwrap <mounts> -- ARGV``. What the skill
+gets:
 
-- new user, PID, IPC, UTS, cgroup and mount namespaces, and a network namespace with nothing but
-  its own loopback unless the skill declares the ``network`` effect (an effect, so a run that
-  has it needs the caller's confirmation); then it shares the host's network;
+- new user, PID, IPC, UTS, cgroup, mount and network namespaces. The network namespace has
+  nothing but its own loopback, unless the skill declares a network effect (``network``,
+  ``sends-email``, ``sends-messages``: effects, so a run that has one needs the caller's
+  confirmation); then slirp4netns (Debian's ``slirp4netns``, what rootless Podman uses) gives
+  it an outward-only network: connections leave through the host as the user's own, but the
+  host's loopback (``127.0.0.0/8``: the engine's HTTP API and MCP server, any other local
+  service) stays out of reach (``--disable-host-loopback``), and its own ``127.0.0.1`` is its
+  own;
 - a root of its own: the system (``/usr`` and its links, the parts of ``/etc`` that programs
   read to start: the loader cache, locales, certificates, time zone) and the Python installation
   that runs it, read-only; its own skill folder read-only; a fresh ``/proc`` of its PID
@@ -15,12 +20,18 @@ launcher (:mod:`skillgrove.runtime.launcher`). What the skill gets:
   skill that declares ``sends-email``; a file or folder that its inputs name (``format: path``)
   read-only, writable for a skill that declares ``writes-files`` or ``deletes-files``;
 - no capabilities, no further user namespaces, a session of its own (no terminal to push
-  keystrokes into), and death with its parent: when the launcher kills the tree at the deadline
-  or on cancel, the namespace's first process dies and the kernel kills every process in it.
+  keystrokes into), and death with its parent (below).
 
 Nothing else of the machine is mounted: not the engine's index or run log, not its caches, not
-another skill's folder, not the user's home. The environment is rebuilt from nothing
-(``--clearenv``): only what :func:`skillgrove.runtime.executors.skill_environment` gives.
+another skill's folder, not the user's home. The environment is exactly what
+:func:`skillgrove.runtime.executors.skill_environment` gives: bwrap is started with it and
+passes it on, so the values are never on a command line (which every local user can read in
+``/proc/<pid>/cmdline``).
+
+bwrap is started by the engine directly (no launcher in between): the engine kills it at the
+deadline, on cancel or interrupt, the namespace's first process dies with it
+(``--die-with-parent``), and the kernel then kills every process of the PID namespace, those
+in sessions of their own included. If the engine itself dies, the same happens.
 
 Where the sandbox cannot start (not Linux, no ``bwrap``, user namespaces off), :func:`problem`
 says why in one line and how to fix it; ``SKILLGROVE_SANDBOX=off`` (``--no-sandbox``) runs
@@ -63,14 +74,25 @@ _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.
         "/etc/mime.types", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
         "/etc/host.conf", "/etc/hosts", "/etc/protocols", "/etc/services", "/etc/magic",
         "/etc/matplotlibrc", "/etc/xdg")
-# Only with the network effect: name resolution.
-_ETC_NETWORK = ("/etc/resolv.conf", "/etc/gai.conf")
+# Only with a network effect: name resolution (resolv.conf is the sandbox's own, see
+# :func:`resolv_conf`).
+_ETC_NETWORK = ("/etc/gai.conf",)
+SLIRP_DNS = "10.0.2.3"
+"""slirp4netns's DNS forwarder, the sandbox's only name server (the host's may be on its own
+loopback, which the sandbox cannot reach)."""
+SLIRP_OPTIONS = ("--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
+                 "--enable-seccomp")
+"""slirp4netns, for a skill with a network effect: the tap device configured in the skill's
+namespace (10.0.2.100, gateway 10.0.2.2, DNS 10.0.2.3); the gateway never leads to the host's
+loopback; slirp4netns itself in a mount namespace of its own, its capabilities and system
+calls cut down (it parses the skill's packets)."""
 
 _OFF = frozenset({"off", "0", "no", "false", "none"})
 
 NETWORK_EFFECTS = frozenset({"network", "sends-email", "sends-messages"})
-"""Effects that reach other machines: a skill declaring one shares the host's network. Each
-needs the caller's confirmation before a run (``SKILLGROVE_ALLOW_EFFECTS`` aside)."""
+"""Effects that reach other machines: a skill declaring one gets an outward-only network
+(slirp4netns, never the host's loopback). Each needs the caller's confirmation before a run
+(``SKILLGROVE_ALLOW_EFFECTS`` aside)."""
 
 # Never writable through a path input: the system, and what the machine keeps running state in.
 SYSTEM_FOLDERS = tuple(Path(p) for p in (
@@ -116,6 +138,35 @@ def bwrap_path() -> str:
     return found
 
 
+def slirp_path() -> str | None:
+    return shutil.which("slirp4netns")
+
+
+def network_problem() -> str | None:
+    """Why a skill with a network effect cannot run in the sandbox here, in one line with the
+    fix; None when it can. Such a skill never falls back to the host's network."""
+    if slirp_path() is None:
+        return ("a skill with a network effect runs in the sandbox with an outward-only network "
+                "made by slirp4netns, which is not installed: install it (apt-get install "
+                f"slirp4netns, dnf install slirp4netns) or {OPT_OUT}")
+    return None
+
+
+@functools.cache
+def resolv_conf() -> str:
+    """A ``resolv.conf`` naming slirp4netns's DNS forwarder, made once per process (0700 folder,
+    removed at exit); mounted read-only as the sandbox's ``/etc/resolv.conf``."""
+    import atexit
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="skillgrove-resolv-")
+    path = os.path.join(folder, "resolv.conf")
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(f"nameserver {SLIRP_DNS}\n")
+    atexit.register(shutil.rmtree, folder, True)
+    return path
+
+
 Bind = tuple[Path, Path]
 """``(source, destination)``: a folder or file of the machine and where the skill sees it."""
 
@@ -150,12 +201,12 @@ def _knows(option: str) -> bool:
 
 
 def _base_options(*, network: bool) -> list[str]:
+    # Always a network namespace of its own (--unshare-all): with a network effect, slirp4netns
+    # joins it from outside (see runtime.executors), never --share-net.
     options = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
                "--cap-drop", "ALL", "--hostname", "sandbox"]
     if _knows("--disable-userns"):
         options.append("--disable-userns")
-    if network:
-        options.append("--share-net")
     for path in _SYSTEM:
         if os.path.islink(path):
             options += ["--symlink", os.readlink(path), path]
@@ -165,6 +216,8 @@ def _base_options(*, network: bool) -> list[str]:
                 "--dir", SANDBOX_HOME]
     for path in _ETC + (_ETC_NETWORK if network else ()):
         options += ["--ro-bind-try", path, path]
+    if network:
+        options += ["--ro-bind", resolv_conf(), "/etc/resolv.conf"]
     return options
 
 
@@ -173,11 +226,12 @@ def _depth(path: Path) -> int:
 
 
 def command(bwrap: str, argv: Sequence[str], *, folder: Path, mounts: Mounts,
-            env: Mapping[str, str], interpreters: Iterable[Path] = ()) -> list[str]:
+            interpreters: Iterable[Path] = ()) -> list[str]:
     """The ``bwrap`` command line that runs ``argv`` in ``folder`` (the skill's, read-only) with
-    exactly ``env`` and ``mounts``. Mounts are made parents first, so a writable step folder
-    inside a read-only run folder stays writable, and a masked folder under a bind is hidden
-    before what is mounted inside it shows again."""
+    ``mounts``. bwrap must be started with exactly the skill's environment: the skill gets
+    bwrap's own (values never go on a command line). Mounts are made parents first, so a
+    writable step folder inside a read-only run folder stays writable, and a masked folder
+    under a bind is hidden before what is mounted inside it shows again."""
     options = _base_options(network=mounts.network)
     binds: list[tuple[Path, str, Path]] = [(p, "--ro-bind", p) for p in interpreters]
     binds.append((folder, "--ro-bind", folder))
@@ -195,9 +249,7 @@ def command(bwrap: str, argv: Sequence[str], *, folder: Path, mounts: Mounts,
             continue
         seen.add((dest, how, source))
         options += [how, str(dest)] if how == "--tmpfs" else [how, str(source), str(dest)]
-    options += ["--remount-ro", "/", "--chdir", str(folder), "--clearenv"]
-    for name, value in sorted(env.items()):
-        options += ["--setenv", name, value]
+    options += ["--remount-ro", "/", "--chdir", str(folder)]
     return [bwrap, *options, "--", *argv]
 
 

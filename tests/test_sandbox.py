@@ -35,8 +35,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 PROBE = '''
 import json, os
 
-def run(read=(), write=(), paths=(), env=False, connect=None):
-    out = {"read": {}, "wrote": {}, "env": None, "connect": None}
+def run(read=(), write=(), paths=(), env=False, connect=None, connect_to=()):
+    out = {"read": {}, "wrote": {}, "env": None, "connect": None, "reached": {}}
     for path in list(read) + list(paths):
         try:
             with open(path, "rb") as handle:
@@ -69,6 +69,14 @@ def run(read=(), write=(), paths=(), env=False, connect=None):
                 out["connect"] = sock.recv(100).decode()
         except OSError as exc:
             out["connect"] = "denied: " + type(exc).__name__
+    for target in connect_to:
+        import socket
+        host, port = target.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=3) as sock:
+                out["reached"][target] = sock.recv(100).decode()
+        except OSError as exc:
+            out["reached"][target] = "denied: " + type(exc).__name__
     return out
 '''
 
@@ -86,6 +94,7 @@ def probe_skill(root: Path, name: str = "probe", effects: str = "none",
             paths: {{type: array, items: {{type: string, format: path}}}}
             env: {{type: boolean}}
             connect: {{type: integer}}
+            connect_to: {{type: array, items: {{type: string}}}}
         effects: {effects}
         entrypoint:
           python: main.py:run
@@ -312,19 +321,74 @@ def test_loopback_is_out_of_reach_without_the_network_effect(tmp_path: Path) -> 
     assert boxed.outputs["connect"] == "denied: ConnectionRefusedError"
 
 
-def test_the_network_effect_reaches_loopback_once_confirmed(tmp_path: Path) -> None:
-    from skillgrove import Skillgrove
-    from skillgrove.runtime.errors import ConfirmationRequired
+def test_the_network_effect_reaches_out_once_confirmed_but_never_the_hosts_loopback(
+        tmp_path: Path) -> None:
+    """In a user and network namespace made for the test: 127.0.0.1 stands for the host's
+    loopback (the engine's API), 10.99.0.1 for the world outside (see
+    tests/sandbox_network_world.py). The control, without the sandbox, reaches both."""
+    import shutil
 
     lib = tmp_path / "lib"
+    probe_skill(lib)
     probe_skill(lib, "fetcher", effects="[network]")
-    engine = Skillgrove([lib], index=tmp_path / "index")
+    unshare, ip = shutil.which("unshare"), shutil.which("ip", path=os.defpath + ":/usr/sbin:/sbin")
+    assert unshare and ip, "the test needs util-linux's unshare and iproute2's ip"
+    script = (f"{ip} link set lo up && {ip} addr add 10.99.0.1/32 dev lo && exec \"$0\" -m "
+              f"tests.sandbox_network_world {lib} {tmp_path / 'index'}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env.pop("SKILLGROVE_ALLOW_EFFECTS", None)
+    done = subprocess.run([unshare, "--user", "--map-root-user", "--net", "sh", "-c", script,
+                           sys.executable], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=Path(__file__).parent.parent, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    world = json.loads(done.stdout.splitlines()[-1])
+    loopback, outside, gateway = world["targets"]
+    runs = world["runs"]
+    hello = {loopback: "hello from 127.0.0.1", outside: "hello from 10.99.0.1"}
+    # The controls: without the sandbox both are reached, effect or not.
+    for skill in ("probe", "fetcher"):
+        assert {k: v for k, v in runs[f"{skill}, sandbox off"]["reached"].items()
+                if k != gateway} == hello, runs
+    assert runs["probe, sandbox off"]["unconfirmed"] == "ran"
+    # In the sandbox without the effect: nothing, its 127.0.0.1 is its own.
+    boxed = runs["probe, sandbox on"]
+    assert boxed["sandboxed"] is True and boxed["status"] == "success", boxed
+    assert all(v.startswith("denied") for v in boxed["reached"].values()), boxed
+    # With the effect: only once confirmed; then out, but never to the host's loopback.
+    fetcher = runs["fetcher, sandbox on"]
+    assert fetcher["unconfirmed"] == "needs confirmation"
+    assert fetcher["sandboxed"] is True and fetcher["status"] == "success", fetcher
+    assert fetcher["reached"][outside] == "hello from 10.99.0.1", fetcher
+    assert fetcher["reached"][loopback].startswith("denied"), fetcher
+    assert fetcher["reached"][gateway].startswith("denied"), fetcher
+
+
+def test_a_network_skill_never_reaches_the_hosts_loopback(tmp_path: Path) -> None:
+    # The same on the machine's own network (no outside address to try here): a server on the
+    # host's 127.0.0.1 that the control reaches is out of reach of a confirmed network skill.
+    skill = probe_skill(tmp_path / "lib", "fetcher", effects="[network]")
     with greeting_server() as port:
-        with pytest.raises(ConfirmationRequired):
-            engine.run_skill("fetcher", {"connect": port}, confirm=False)
-        record = engine.run_skill("fetcher", {"connect": port}, confirm=True)
-    assert record.status == "success", record.error
-    assert record.outputs["connect"] == "hello from the host"
+        plain = execute(skill, {"connect": port}, sandboxed=False)
+        assert plain.ok and plain.outputs["connect"] == "hello from the host", plain.error
+        boxed = execute(skill, {"connect": port, "connect_to": [f"10.0.2.2:{port}"]})
+    assert boxed.ok and boxed.sandboxed, boxed.error
+    assert boxed.outputs["connect"] == "denied: ConnectionRefusedError"
+    assert boxed.outputs["reached"][f"10.0.2.2:{port}"].startswith("denied"), boxed.outputs
+
+
+def test_a_network_skill_refuses_without_slirp4netns(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never a silent fall back to the host's network.
+    skill = probe_skill(tmp_path / "lib", "fetcher", effects="[network]")
+    bwrap = sandbox.bwrap_path()
+    only = tmp_path / "bin"
+    only.mkdir()
+    (only / "bwrap").symlink_to(bwrap)
+    monkeypatch.setenv("PATH", str(only))
+    result = execute(skill, {"connect": 9})
+    assert not result.ok
+    assert result.error is not None and "slirp4netns" in result.error \
+        and "\n" not in result.error, result.error
 
 
 # ----------------------------------------------------------------------------------- bytecode

@@ -103,6 +103,9 @@ def _send(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: int, **env: str
     monkeypatch.setenv("SMTP_USER", "mailer")
     monkeypatch.setenv("SMTP_PASSWORD", PASSWORD)
     monkeypatch.delenv("SMTP_ALLOW_PLAINTEXT_AUTH", raising=False)
+    # The test's SMTP server is on 127.0.0.1, which the sandbox's outward-only network never
+    # reaches (tests/test_sandbox.py); these tests are about what the mail skill sends.
+    monkeypatch.setenv("SKILLGROVE_SANDBOX", "off")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     with Skillgrove([bundled_library()], index=tmp_path / "idx") as engine:

@@ -1118,19 +1118,26 @@ class Skillgrove:
             raise InvalidRequestError("skill", f"'{found.name}' cannot run here: "
                                       + "; ".join(found.availability.reasons))
         values = _mapping("inputs", inputs)
-        specs = tuple(InputSpec(key, _json_type(value), required=True) for key, value
-                      in values.items())
+        check_skill_inputs(found, values)
+        # The caller's keys are data: each value reaches the skill through a slot of a name
+        # made here (input_0, ...), so no key is ever read as expression text.
+        slots = {f"input_{n}": key for n, key in enumerate(values)}
+        specs = tuple(InputSpec(slot, _json_type(values[key]), required=True)
+                      for slot, key in slots.items())
         step = Step(id=found.name, skill=found.name,
-                    with_={key: "${{ inputs.%s }}" % key for key in values})  # noqa: UP031
+                    with_={key: "${{ inputs.%s }}" % slot  # noqa: UP031
+                           for slot, key in slots.items()})
         gid = SKILL_RUN_PREFIX + found.name
         single = Group(id=gid, name=found.name, description=found.description,
                        path=found.skill_file, content_hash=found.content_hash, inputs=specs,
                        steps=(step,), outputs={})
-        record: RunRecord = self._runner(on_event, {gid: single}).run(gid, values, {})
+        record: RunRecord = self._runner(on_event, {gid: single}).run(
+            gid, {slot: values[key] for slot, key in slots.items()}, {})
         run_step = record.step(found.name)
-        if run_step is not None and run_step.status == "success":
-            record = replace(record, outputs=dict(run_step.outputs))
-            self.run_log.record(record)
+        outputs = dict(run_step.outputs) if run_step is not None \
+            and run_step.status == "success" else dict(record.outputs)
+        record = replace(record, inputs=dict(values), outputs=outputs)
+        self.run_log.record(record)
         return record
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -1411,6 +1418,34 @@ def _within_json_limits(name: str, value: Any) -> None:
     problem = value_problem(value)
     if problem is not None:
         raise InvalidRequestError(name, problem)
+
+
+def check_skill_inputs(skill: Skill, values: Mapping[str, Any]) -> None:
+    """Refuse inputs that do not meet the skill's declared input schema, before anything runs:
+    ``inputs.max_pages: 'two' is not of type 'integer'`` (the first problem, by field)."""
+    if not skill.inputs:
+        return
+    from skillgrove.skills.diagnostics import did_you_mean
+    from skillgrove.skills.loader import run_time_validator
+
+    schema = {"type": "object", **dict(skill.inputs)}
+    errors = sorted(run_time_validator(schema).iter_errors(dict(values)),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return
+    declared = list(skill.inputs.get("properties") or {})
+    if any(e.validator == "additionalProperties" and not e.absolute_path for e in errors):
+        # An unknown key first: a misspelt input is also why a required one is missing.
+        unknown = sorted(set(values) - set(declared))[0]
+        guess = did_you_mean(unknown, declared)
+        raise InvalidRequestError(f"inputs.{unknown}", f"skill '{skill.name}' has no such "
+                                  f"input ({guess or 'inputs: ' + ', '.join(declared)})")
+    first = errors[0]
+    where = [str(p) for p in first.absolute_path]
+    if not where and first.validator == "required":
+        where = [str(first.message).split("'")[1]] if "'" in first.message else []
+    raise InvalidRequestError(".".join(["inputs", *where]),
+                              f"{first.message} (skill '{skill.name}')")
 
 
 def _json_type(value: Any) -> str:

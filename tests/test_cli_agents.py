@@ -175,3 +175,21 @@ def test_every_command_that_prints_a_result_prints_json(index: Path, tmp_path: P
     for draft in suggested["drafts"]:
         assert draft["written"] is True and Path(draft["path"]).is_file()
         assert draft["steps"] >= 2 and isinstance(draft["errors"], list)
+
+
+# -- skill inputs -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("inputs", "message"), [
+    ('{"path": "q3.pdf", "max_pages": "two"}',
+     "inputs.max_pages: 'two' is not of type 'integer' (skill 'pdf-to-text')"),
+    ('{"pth": "q3.pdf"}', "inputs.pth: skill 'pdf-to-text' has no such input (did you mean "
+                          "'path'?)"),
+    ('{}', "inputs.path: 'path' is a required property (skill 'pdf-to-text')"),
+])
+def test_run_skill_checks_the_inputs_against_the_skill_schema_before_it_runs(
+        index: Path, inputs: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    code, _ = cli(index, "run-skill", "pdf-to-text", "--json-input", inputs)
+    assert code == 1
+    assert capsys.readouterr().err == f"skillgrove: {message}\n"

@@ -168,7 +168,8 @@ def test_the_cli_asks_for_confirmation_and_dry_runs(tmp_path: Path,
                                               "team_email": "t@example.com"}}))
     index = ["--index", str(tmp_path / "index")]
     out = StringIO()
-    assert main(["ask", REPORT_REQUEST, "--context", str(context), *index], out) == 0
+    assert main(["ask", REPORT_REQUEST, "--context", str(context), *index], out) == 3
+    assert "planned, not run: needs confirmation for sends-email (send-email)" in out.getvalue()
     err = capsys.readouterr().err
     assert "needs confirmation before it runs: sends-email (send-email)" in err
     assert "effects: sends-email (send-email)" in err and "level 3:" in err

@@ -453,6 +453,12 @@ ERRORS = [
     ("DELETE", "/v1/search", None, 405, "method_not_allowed", None, "allowed: POST"),
     ("POST", "/v1/groups/report-analysis/runs", {"inputs": {"pdf_path": 3}}, 400,
      "run_error", None, "input 'pdf_path' must be string"),
+    ("POST", "/v1/skills/pdf-to-text/runs", {"inputs": {"path": "q3.pdf", "max_pages": "two"}},
+     422, "invalid_request", "inputs.max_pages",
+     "inputs.max_pages: 'two' is not of type 'integer' (skill 'pdf-to-text')"),
+    ("POST", "/v1/skills/pdf-to-text/runs", {"inputs": {"pth": "q3.pdf"}}, 422,
+     "invalid_request", "inputs.pth",
+     "inputs.pth: skill 'pdf-to-text' has no such input (did you mean 'path'?)"),
 ]
 
 

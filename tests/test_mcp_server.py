@@ -481,6 +481,10 @@ def test_list_groups_reports_every_bundled_group_valid(mcp: Connected) -> None:
     ("group_report_analysys", {}, "not_found",
      "no tool 'group_report_analysys' (did you mean 'group_report_analysis'?)"),
     ("run_group", {"group": "report-analysis", "inputs": {}}, "run_error", "pdf_path"),
+    ("run_skill", {"name": "pdf-to-text", "inputs": {"path": "q3.pdf", "max_pages": "two"}},
+     "invalid_request", "inputs.max_pages: 'two' is not of type 'integer' (skill 'pdf-to-text')"),
+    ("run_skill", {"name": "pdf-to-text", "inputs": {"pth": "q3.pdf"}}, "invalid_request",
+     "inputs.pth: skill 'pdf-to-text' has no such input (did you mean 'path'?)"),
 ])
 def test_errors_are_tool_errors_with_the_engine_message(
         mcp: Connected, tool: str, arguments: dict[str, Any], code: str, message: str) -> None:

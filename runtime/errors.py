@@ -14,7 +14,9 @@
                                    defined in :mod:`skillgrove.runtime.runner`)
 
 The HTTP API turns ``code`` into the status (404, 422, 409, 429, 400) and every interface carries
-``{"code", "message", "details"}`` as it is.
+``{"code", "message", "details"}`` as it is. The whole tree is exported at the top::
+
+    from skillgrove import EngineError, NotFoundError, RunError
 """
 
 from __future__ import annotations

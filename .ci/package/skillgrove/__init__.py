@@ -25,13 +25,35 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from skillgrove.graph.retrieval import RequestContext, Toolbox
     from skillgrove.runtime.engine import Skillgrove
+    from skillgrove.runtime.errors import (
+        ConfirmationRequired,
+        EngineError,
+        InvalidRequestError,
+        NotFoundError,
+        TooManyRuns,
+    )
+    from skillgrove.runtime.inject import BudgetError
+    from skillgrove.runtime.runner import RunError
+    from skillgrove.skills.errors import SkillgroveError
 
-__all__ = ["RequestContext", "Skillgrove", "Toolbox", "__version__"]
+__all__ = ["BudgetError", "ConfirmationRequired", "EngineError", "InvalidRequestError",
+           "NotFoundError", "RequestContext", "RunError", "Skillgrove", "SkillgroveError",
+           "TooManyRuns", "Toolbox", "__version__"]
 
 _LAZY = {
     "Skillgrove": "skillgrove.runtime.engine",
     "RequestContext": "skillgrove.graph.retrieval",
     "Toolbox": "skillgrove.graph.retrieval",
+    # The one error tree (drawn in skillgrove.runtime.errors): catch SkillgroveError for all
+    # of them, EngineError for what a caller asked that cannot be done (each has a ``code``).
+    "SkillgroveError": "skillgrove.skills.errors",
+    "EngineError": "skillgrove.runtime.errors",
+    "NotFoundError": "skillgrove.runtime.errors",
+    "InvalidRequestError": "skillgrove.runtime.errors",
+    "ConfirmationRequired": "skillgrove.runtime.errors",
+    "TooManyRuns": "skillgrove.runtime.errors",
+    "BudgetError": "skillgrove.runtime.inject",
+    "RunError": "skillgrove.runtime.runner",
 }
 
 

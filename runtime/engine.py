@@ -81,12 +81,6 @@ FINGERPRINT_KEY = "library_fingerprint"
 LAST_GOOD_KEY = "library_last_good"
 """A team store's meta entry holding the file text of each group's last good version (JSON:
 group id -> path and text), so that every replica serves the same groups."""
-LAST_GOOD_KEY = "library_last_good"
-"""A team store's meta entry holding the file text of each group's last good version (JSON:
-group id -> path and text), so that every replica serves the same groups."""
-LAST_GOOD_KEY = "library_last_good"
-"""A team store's meta entry holding the file text of each group's last good version (JSON:
-group id -> path and text), so that every replica serves the same groups."""
 PATHS_KEY = "library_paths"
 SKILL_RUN_PREFIX = "skill:"
 """Runs of one skill on its own are recorded under the group id ``skill:<name>``."""
@@ -436,9 +430,10 @@ class Skillgrove:
         self._broken = broken
         return replace(library, groups=groups) if broken else library
 
-    def _stored_last_good(self) -> dict[str, Group]:
+    def _stored_last_good(self, skip: Collection[str] = ()) -> dict[str, Group]:
         """The last good version of each group as a team store keeps it (Neo4j): a replica
-        that never saw a group valid serves the same version as the one that did."""
+        that never saw a group valid serves the same version as the one that did. Groups in
+        ``skip`` (valid on disk, or known from an earlier load) are not parsed again."""
         if self._store_choice == "embedded":
             return {}
         import json
@@ -447,122 +442,8 @@ class Skillgrove:
 
         found: dict[str, Group] = {}
         for gid, entry in json.loads(self.store.get_meta(LAST_GOOD_KEY) or "{}").items():
-            load = load_group_text(entry["text"], Path(entry["path"]))
-            if load.group is not None and load.group.id == gid:
-                found[gid] = load.group
-        return found
-
-    def _last_good_entry(self, library: Library) -> dict[str, str]:
-        """The meta entry an index writes into a team store: the file text of every group
-        served, a last good version as it was kept (an embedded index writes none)."""
-        if self._store_choice == "embedded":
-            return {}
-        import json
-
-        from skillgrove.skills.model import content_hash
-
-        kept = json.loads(self.store.get_meta(LAST_GOOD_KEY) or "{}")
-        entries: dict[str, Any] = {}
-        for gid, group in library.groups.items():
-            if gid in self._broken:
-                if gid in kept:
-                    entries[gid] = kept[gid]
+            if gid in skip:
                 continue
-            try:
-                raw = Path(group.path).read_bytes()
-            except OSError:
-                continue
-            if content_hash(raw) == group.content_hash:  # not edited since it was loaded
-                entries[gid] = {"path": str(group.path), "text": raw.decode("utf-8")}
-        return {LAST_GOOD_KEY: json.dumps(entries, sort_keys=True, ensure_ascii=False)}
-
-    def _follow_the_store(self) -> bool:
-        """When another process of the team indexed the files this one serves (the store's
-        fingerprint is theirs, not the one this library was loaded with), load them again:
-        the graph is read from the store on every search, the library must match it.
-        True when it reloaded (listeners are told, as after an index)."""
-        if self._store_choice == "embedded" or self._library is None:
-            return False
-        from skillgrove.groups.library import library_fingerprint
-
-        recorded = self.store.get_meta(FINGERPRINT_KEY)
-        if not recorded or recorded == self._library_fingerprint \
-                or recorded != library_fingerprint(self.paths):
-            return False
-        library = self.reload()
-        for listener in list(self._listeners):
-            listener(library)
-        return True
-
-    def _stored_last_good(self) -> dict[str, Group]:
-        """The last good version of each group as a team store keeps it (Neo4j): a replica
-        that never saw a group valid serves the same version as the one that did."""
-        if self._store_choice == "embedded":
-            return {}
-        import json
-
-        from skillgrove.groups.loader import load_group_text
-
-        found: dict[str, Group] = {}
-        for gid, entry in json.loads(self.store.get_meta(LAST_GOOD_KEY) or "{}").items():
-            load = load_group_text(entry["text"], Path(entry["path"]))
-            if load.group is not None and load.group.id == gid:
-                found[gid] = load.group
-        return found
-
-    def _last_good_entry(self, library: Library) -> dict[str, str]:
-        """The meta entry an index writes into a team store: the file text of every group
-        served, a last good version as it was kept (an embedded index writes none)."""
-        if self._store_choice == "embedded":
-            return {}
-        import json
-
-        from skillgrove.skills.model import content_hash
-
-        kept = json.loads(self.store.get_meta(LAST_GOOD_KEY) or "{}")
-        entries: dict[str, Any] = {}
-        for gid, group in library.groups.items():
-            if gid in self._broken:
-                if gid in kept:
-                    entries[gid] = kept[gid]
-                continue
-            try:
-                raw = Path(group.path).read_bytes()
-            except OSError:
-                continue
-            if content_hash(raw) == group.content_hash:  # not edited since it was loaded
-                entries[gid] = {"path": str(group.path), "text": raw.decode("utf-8")}
-        return {LAST_GOOD_KEY: json.dumps(entries, sort_keys=True, ensure_ascii=False)}
-
-    def _follow_the_store(self) -> bool:
-        """When another process of the team indexed the files this one serves (the store's
-        fingerprint is theirs, not the one this library was loaded with), load them again:
-        the graph is read from the store on every search, the library must match it.
-        True when it reloaded (listeners are told, as after an index)."""
-        if self._store_choice == "embedded" or self._library is None:
-            return False
-        from skillgrove.groups.library import library_fingerprint
-
-        recorded = self.store.get_meta(FINGERPRINT_KEY)
-        if not recorded or recorded == self._library_fingerprint \
-                or recorded != library_fingerprint(self.paths):
-            return False
-        library = self.reload()
-        for listener in list(self._listeners):
-            listener(library)
-        return True
-
-    def _stored_last_good(self) -> dict[str, Group]:
-        """The last good version of each group as a team store keeps it (Neo4j): a replica
-        that never saw a group valid serves the same version as the one that did."""
-        if self._store_choice == "embedded":
-            return {}
-        import json
-
-        from skillgrove.groups.loader import load_group_text
-
-        found: dict[str, Group] = {}
-        for gid, entry in json.loads(self.store.get_meta(LAST_GOOD_KEY) or "{}").items():
             load = load_group_text(entry["text"], Path(entry["path"]))
             if load.group is not None and load.group.id == gid:
                 found[gid] = load.group

@@ -17,29 +17,23 @@ every ranked skill, score and explanation, described loosely by :class:`FullTool
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from skillgrove.runtime.errors import CONTEXT_FIELDS, unknown_context_field
-from skillgrove.runtime.limits import DEFAULT_K, MAX_K
+from skillgrove.runtime.errors import CONTEXT_FIELDS, InvalidRequestError, unknown_context_field
+from skillgrove.runtime.limits import DEFAULT_K, MAX_K, MIN_BUDGET
 from skillgrove.skills.diagnostics import did_you_mean
 
-__all__ = [
-    "DEFAULT_K",
-    "MAX_K",
-    "CompactToolbox",
-    "Detail",
-    "Frozen",
-    "FullToolbox",
-    "RequestContext",
-    "SearchRequest",
-    "toolbox_output_schema",
-]
+__all__ = ["DEFAULT_K", "MAX_K", "MIN_BUDGET", "AskRequest", "CompactToolbox", "Detail",
+           "Frozen", "FullToolbox", "GetRunRequest", "GetSkillRequest", "InjectRequest",
+           "NoArguments", "RequestContext", "RunGroupRequest", "RunSkillArguments",
+           "RunSkillRequest", "SearchArguments", "SearchRequest", "arguments_schema", "parse", "problems", "toolbox_output_schema"]
 
 Detail = Literal["compact", "full"]
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class Frozen(BaseModel):
@@ -92,7 +86,21 @@ class RequestContext(Frozen):
                                            description="The conversation so far.")
 
 
+Budget = Annotated[int | None, Field(default=None, ge=MIN_BUDGET,
+                                     description="Tokens the block may take at most "
+                                                 "(cl100k_base).")]
+InjectFormat = Annotated[Literal["markdown", "xml"],
+                         Field(default="markdown", description="Shape of the injected block.")]
+Inputs = Annotated[dict[str, Any] | None, Field(default=None, description="The inputs, as its "
+                                                "input schema declares them.")]
+CONFIRM_DESCRIPTION = ("true runs it although it has side effects (sends mail, writes files, "
+                       "...); without it such a run does not start and the error "
+                       "needs_confirmation lists the effects. Ask the user first.")
+
+
 class SearchRequest(Frozen):
+    """``POST /v1/search`` (``?detail=`` is a query parameter there)."""
+
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"request": "summarize the quarterly report PDF and email the key numbers to my team"}]})
 
@@ -100,9 +108,129 @@ class SearchRequest(Frozen):
     context: RequestContext | None = None
     k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K,
                    description="How many single skills to rank.")
+
+
+class SearchArguments(SearchRequest):
+    """``search_toolbox``: the search, and how much of the toolbox to answer with."""
+
     detail: Detail = Field(default="compact",
-                           description="compact: what to use, in what order, with which "
-                                       "inputs and why; full: every score and explanation.")
+                           description="compact (the default): what to use, in what order, "
+                                       "with which inputs, and why; full: every ranked skill "
+                                       "with scores, explanations and complete schemas.")
+
+
+class AskRequest(Frozen):
+    """``POST /v1/ask``: search, run the chosen group when it is ready, inject."""
+
+    request: str = Field(min_length=1, description="The task, in the user's words.")
+    context: RequestContext | None = None
+    inputs: dict[str, Any] | None = Field(
+        default=None,
+        description="Inputs for the chosen group, over those taken from context values.")
+    budget: Budget = None
+    format: InjectFormat = "markdown"
+    confirm: bool = Field(
+        default=False, description="true runs the chosen group although it has side effects; "
+                                   "without it such a group is planned, not run, and the answer "
+                                   "lists them in needs_confirmation.")
+    plan_only: bool = Field(default=False, description="Plan the chosen group, never run it.")
+
+
+class InjectRequest(Frozen):
+    """``inject``, ``POST /v1/inject``: the context block for a request, a run, or both."""
+
+    request: str | None = Field(default=None,
+                                description="The request; else the run's own request.")
+    run_id: str | None = Field(default=None,
+                               description="A run whose results go into the block.")
+    context: RequestContext | None = None
+    budget: Budget = None
+    format: InjectFormat = "markdown"
+
+
+class RunGroupRequest(Frozen):
+    """``run_group``: run a group with its inputs."""
+
+    group: str = Field(min_length=1, description="Group id, e.g. report-analysis.")
+    inputs: Inputs = None
+    context: RequestContext | None = Field(
+        default=None, description="What you already know, as for search_toolbox; the group's "
+                                  "expressions read context.values as ${{ context.<key> }}.")
+    confirm: bool = Field(default=False, description=CONFIRM_DESCRIPTION)
+
+
+class RunSkillRequest(Frozen):
+    """``POST /v1/skills/{name}/runs``: run one executable skill on its own."""
+
+    inputs: Inputs = None
+    confirm: bool = Field(default=False, description=CONFIRM_DESCRIPTION)
+
+
+class RunSkillArguments(RunSkillRequest):
+    """``run_skill``: the skill is named in the arguments."""
+
+    name: str = Field(min_length=1, description="Skill name.")
+
+
+class GetSkillRequest(Frozen):
+    name: str = Field(min_length=1, description="Skill name (or id).")
+    file: str | None = Field(default=None, description="A file of the skill folder, e.g. "
+                                                       "SKILL.md or main.py.")
+
+
+class GetRunRequest(Frozen):
+    id: str = Field(min_length=1, description="The run id (or a unique prefix).")
+
+
+class NoArguments(Frozen):
+    pass
+
+
+def arguments_schema(model: type[BaseModel], without: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A request model's JSON Schema as a tool's input schema (``without``: fields another
+    part of the call carries, e.g. the path)."""
+    schema = model.model_json_schema(by_alias=True)
+    for name in without:
+        schema.get("properties", {}).pop(name, None)
+    return schema
+
+
+def problems(errors: Sequence[Mapping[str, Any]], strip: tuple[str, ...] = ()
+             ) -> list[dict[str, str]]:
+    """pydantic's errors as ``{field, message, type}``, the field dotted (``context.values``)
+    and named in the message (``k: input should be ...``); ``strip``: leading parts of the
+    location that are not fields (``body``, ``query``)."""
+    out: list[dict[str, str]] = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        where = loc[1:] if loc and loc[0] in strip else loc
+        ctx = error.get("ctx") or {}
+        kind = str(error.get("type", ""))
+        message = str(error.get("msg", "invalid"))
+        if kind == "unknown_field":
+            where = [*where, str(ctx.get("field", "?"))]
+        elif kind == "json_invalid":
+            where = []
+            message = f"invalid JSON ({ctx.get('error', 'decode error')})"
+        elif kind == "missing":
+            message = "field required"
+        elif not where and isinstance(error.get("input"), bytes | str):
+            message = "send a JSON object with Content-Type: application/json"
+        field = ".".join(where) or (loc[0] if loc else "body")
+        message = message[:1].lower() + message[1:]
+        out.append({"field": field, "message": f"{field}: {message}", "type": kind})
+    return out
+
+
+def parse(model: type[_M], data: Mapping[str, Any]) -> _M:
+    """``data`` as ``model``; a mistake is an :class:`InvalidRequestError` naming the field,
+    worded as the HTTP API words it."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        found = problems(exc.errors())
+        raise InvalidRequestError(found[0]["field"], found[0]["message"].split(": ", 1)[1]
+                                  ) from None
 
 
 # -- answers ----------------------------------------------------------------------------------

@@ -604,7 +604,9 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
 
 def check_budget(budget: int | None) -> None:
     """Refuse a budget below one token before anything runs (a one-line error, exit 1)."""
-    if budget is not None and budget < 1:
+    from skillgrove.runtime.limits import MIN_BUDGET
+
+    if budget is not None and budget < MIN_BUDGET:
         raise SkillgroveError(f"--budget: must be a positive number of tokens (got {budget})")
 
 

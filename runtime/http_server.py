@@ -103,24 +103,26 @@ from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillgrove.graph.errors import StoreError
 from skillgrove.runtime import authoring
 from skillgrove.runtime.api import (
-    DEFAULT_K,
-    MAX_K,
+    AskRequest,
     CompactToolbox,
     Detail,
+    Frozen,
     FullToolbox,
+    InjectRequest,
     RequestContext,
+    RunSkillRequest,
+    SearchRequest,
+    problems,
 )
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import answer_view, group_view, injection_view
-from skillgrove.skills.diagnostics import did_you_mean
 from skillgrove.skills.errors import SkillgroveError
 
 if TYPE_CHECKING:
@@ -152,69 +154,18 @@ _STATUS_BY_CODE = {"not_found": 404, "invalid_request": 422, "run_error": 400,
 # -- request bodies ---------------------------------------------------------------------------
 
 
-class _Body(BaseModel):
-    """A request body: frozen, and an unknown field is refused with a did-you-mean."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            known = list(cls.model_fields)
-            for name in data:
-                if name not in cls.model_fields:
-                    guess = did_you_mean(str(name), known)
-                    raise PydanticCustomError(
-                        "unknown_field", "unknown field{hint}",
-                        {"field": str(name),
-                         "hint": f" ({guess})" if guess else f" (fields: {', '.join(known)})"})
-        return data
+_Body = Frozen
+"""A request body: frozen, and an unknown field is refused with a did-you-mean."""
 
 
 RequestContextBody = RequestContext
 """What the caller already knows: ``{values, recent_skills, conversation}``, nothing else."""
 
 
-Budget = Annotated[int | None,
-                   Field(default=None, ge=1, description="Token budget (cl100k_base).")]
-InjectFormat = Annotated[Literal["markdown", "xml"],
-                         Field(default="markdown", description="Shape of the injected block.")]
-
-
-class SearchBody(_Body):
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"request": "summarize the quarterly report PDF and email the key numbers to my team"}]})
-
-    request: str = Field(min_length=1, description="What the user asked for, in their words.")
-    context: RequestContextBody | None = None
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K,
-                   description="How many single skills to rank.")
-
-
-class AskBody(_Body):
-    request: str = Field(min_length=1)
-    context: RequestContextBody | None = None
-    inputs: dict[str, Any] | None = Field(
-        default=None,
-        description="Inputs for the chosen group, over those taken from context values.")
-    budget: Budget = None
-    format: InjectFormat = "markdown"
-    confirm: bool = Field(
-        default=False, description="true runs the chosen group although it has side effects; "
-                                   "without it such a group is planned, not run, and the answer "
-                                   "lists them in needs_confirmation.")
-    plan_only: bool = Field(default=False, description="Plan the chosen group, never run it.")
-
-
-class InjectBody(_Body):
-    request: str | None = Field(default=None,
-                                description="The request; else the run's own request.")
-    run_id: str | None = Field(default=None,
-                               description="A run whose results go into the block.")
-    context: RequestContextBody | None = None
-    budget: Budget = None
-    format: InjectFormat = "markdown"
+SearchBody = SearchRequest
+AskBody = AskRequest
+InjectBody = InjectRequest
+SkillRunBody = RunSkillRequest
 
 
 class PlanBody(_Body):
@@ -270,14 +221,6 @@ class SaveGroupBody(_GroupSourceBody):
                                                     "false writes the file.")
     base_sha256: str | None = Field(default=None, description="The sha256 the file had when "
                                     "it was opened: a file changed since is not overwritten.")
-
-
-class SkillRunBody(_Body):
-    inputs: dict[str, Any] | None = Field(default=None, description="The skill's parameters.")
-    confirm: bool = Field(
-        default=False, description="true runs it although it has side effects (sends mail, "
-                                   "writes files, ...); without it such a run is refused with "
-                                   "409 needs_confirmation listing the effects.")
 
 
 # -- response shapes (documentation: the views are served as the engine makes them) -----------
@@ -698,26 +641,10 @@ def _log_unexpected(where: str) -> None:
 
 
 def _validation_response(request: Request, exc: RequestValidationError) -> _JSON:
-    problems: list[dict[str, str]] = []
-    for error in exc.errors():
-        loc = [str(part) for part in error.get("loc", ())]
-        where = loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc
-        ctx = error.get("ctx") or {}
-        kind = str(error.get("type", ""))
-        message = str(error.get("msg", "invalid"))
-        if kind == "unknown_field":
-            where = [*where, str(ctx.get("field", "?"))]
-        elif kind == "json_invalid":
-            where = []
-            message = f"invalid JSON ({ctx.get('error', 'decode error')})"
-        elif not where and isinstance(error.get("input"), bytes | str):
-            message = "send a JSON object with Content-Type: application/json"
-        field = ".".join(where) or (loc[0] if loc else "body")
-        message = message[:1].lower() + message[1:]
-        problems.append({"field": field, "message": f"{field}: {message}", "type": kind})
-    first = problems[0] if problems else {"field": "body", "message": "body: invalid"}
-    return _error_response(422, "invalid_request", "; ".join(p["message"] for p in problems)
-                           or first["message"], {"field": first["field"], "errors": problems})
+    found = problems(exc.errors(), strip=("body", "query", "path", "header"))
+    first = found[0] if found else {"field": "body", "message": "body: invalid"}
+    return _error_response(422, "invalid_request", "; ".join(p["message"] for p in found)
+                           or first["message"], {"field": first["field"], "errors": found})
 
 
 # -- the app ----------------------------------------------------------------------------------

@@ -10,3 +10,6 @@ MAX_K = 50
 """Single skills a search ranks at most."""
 DEFAULT_K = 10
 """Single skills a search ranks when not told."""
+MIN_BUDGET = 1
+"""Tokens an injected block's budget must allow at least (the smallest block needs more; that
+is :class:`~skillgrove.runtime.inject.BudgetError`)."""

@@ -90,9 +90,23 @@ from mcp.server.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from skillgrove.groups.model import GROUP_TOOL_PREFIX, group_tool_name
-from skillgrove.runtime.api import DEFAULT_K, MAX_K, toolbox_output_schema
+from skillgrove.runtime.api import (
+    DEFAULT_K,
+    GetRunRequest,
+    GetSkillRequest,
+    InjectRequest,
+    NoArguments,
+    RequestContext,
+    RunGroupRequest,
+    RunSkillArguments,
+    SearchArguments,
+    arguments_schema,
+    parse,
+    toolbox_output_schema,
+)
 from skillgrove.runtime.errors import (
     EngineError,
     InvalidRequestError,
@@ -102,7 +116,6 @@ from skillgrove.runtime.errors import (
 from skillgrove.runtime.events import Event, EventKind
 from skillgrove.skills._yaml import YamlSyntaxError, load_located
 from skillgrove.skills.errors import SkillgroveError
-from skillgrove.skills.loader import run_time_validator
 
 if TYPE_CHECKING:
     from skillgrove.graph.runlog import RunRecord
@@ -405,15 +418,10 @@ def _group_skill_md(view: Mapping[str, Any], group: Group, tool: str | None) -> 
 # -- the built-in tools ---------------------------------------------------------------------------
 
 _REQUEST_CONTEXT_SCHEMA: dict[str, Any] = {
-    "type": "object",
+    **RequestContext.model_json_schema(),
     "description": "What you already know: {values: {pdf_path: ..., team_email: ...}, "
                    "recent_skills: [names], conversation: [recent messages]}. Values go under "
                    "values; any other key is refused.",
-    "properties": {
-        "values": {"type": "object"},
-        "recent_skills": {"type": "array", "items": {"type": "string"}},
-        "conversation": {"type": "array", "items": {"type": "string"}},
-    },
 }
 _RUN_CONTEXT_SCHEMA: dict[str, Any] = {
     **_REQUEST_CONTEXT_SCHEMA,
@@ -430,22 +438,16 @@ class _ToolSpec:
     name: str
     title: str
     description: str
-    schema: Mapping[str, Any]
+    model: type[BaseModel]
+    """The arguments, as a request model of :mod:`skillgrove.runtime.api`."""
     annotations: types.ToolAnnotations
     output: Mapping[str, Any] | None = None
 
     def tool(self) -> types.Tool:
         return types.Tool(name=self.name, title=self.title, description=self.description,
-                          input_schema=dict(self.schema), annotations=self.annotations,
+                          input_schema=arguments_schema(self.model),
+                          annotations=self.annotations,
                           output_schema=dict(self.output) if self.output else None)
-
-
-def _object(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": dict(properties),
-                              "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
 
 
 def _answer(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
@@ -486,67 +488,39 @@ BUILTIN_TOOLS: tuple[_ToolSpec, ...] = (
         "order and its inputs) or, when no group fits, the single skills to use, in order, "
         "with their inputs and what is usually used with them; and why, in one sentence. "
         "Start here.",
-        _object({"request": {"type": "string", "description": "The task, in the user's words."},
-                 "context": _REQUEST_CONTEXT_SCHEMA,
-                 "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
-                       "description": "How many single skills to rank."},
-                 "detail": {"type": "string", "enum": ["compact", "full"],
-                            "default": "compact",
-                            "description": "compact (the default): what to use, in what "
-                                           "order, with which inputs, and why; full: every "
-                                           "ranked skill with scores, explanations and "
-                                           "complete schemas."}},
-                ["request"]),
-        _READ_ONLY, toolbox_output_schema()),
+        SearchArguments, _READ_ONLY, toolbox_output_schema()),
     _ToolSpec(
         "get_skill", "Read a skill",
         "A skill's instructions (the SKILL.md body), its input schema, whether it can run here, "
         "and the files of its folder with size and sha256; with `file`, that file's text.",
-        _object({"name": {"type": "string", "description": "Skill name (or id)."},
-                 "file": {"type": "string",
-                          "description": "A file of the skill folder, e.g. SKILL.md or main.py."}},
-                ["name"]),
-        _READ_ONLY, _SKILL_ANSWER),
+        GetSkillRequest, _READ_ONLY, _SKILL_ANSWER),
     _ToolSpec(
         "run_group", "Run a group",
         "Run a group (a pipeline of skills) with its inputs; progress notifications follow each "
         "step. Returns the outputs, the status, the run id and the run record.",
-        _object({"group": {"type": "string", "description": "Group id, e.g. report-analysis."},
-                 "inputs": {"type": "object",
-                            "description": "The group's inputs (its input_schema)."},
-                 "context": _RUN_CONTEXT_SCHEMA, "confirm": _CONFIRM_SCHEMA},
-                ["group"]),
-        _RUNS, _RUN_ANSWER),
+        RunGroupRequest, _RUNS, _RUN_ANSWER),
     _ToolSpec(
         "run_skill", "Run one skill",
-        "Run one executable skill on its own with its inputs (its input_schema).",
-        _object({"name": {"type": "string", "description": "Skill name."},
-                 "inputs": {"type": "object"}, "confirm": _CONFIRM_SCHEMA},
-                ["name"]),
-        _RUNS, _RUN_ANSWER),
+        "Run one executable skill on its own with its inputs (its input_schema; checked "
+        "before it runs).",
+        RunSkillArguments, _RUNS, _RUN_ANSWER),
     _ToolSpec(
         "get_run", "Read a run record",
         "A run record by id (or a unique prefix): status, inputs, outputs and every step.",
-        _object({"id": {"type": "string", "description": "The run id."}}, ["id"]),
-        _READ_ONLY, _RECORD_ANSWER),
+        GetRunRequest, _READ_ONLY, _RECORD_ANSWER),
     _ToolSpec(
         "inject", "Context block for the agent",
         "The context block to put in the agent's prompt for a request, a run, or both: the "
         "results and the instructions still needed, within a token budget.",
-        _object({"request": {"type": "string"},
-                 "run_id": {"type": "string", "description": "Include this run's results."},
-                 "budget": {"type": "integer", "minimum": 1, "description": "Tokens at most."},
-                 "format": {"type": "string", "enum": ["markdown", "xml"],
-                            "default": "markdown"},
-                 "context": _REQUEST_CONTEXT_SCHEMA}),
-        _READ_ONLY, _INJECT_ANSWER),
+        InjectRequest, _READ_ONLY, _INJECT_ANSWER),
     _ToolSpec(
         "list_groups", "List the groups",
         "Every group file of the library: valid, last-good (serving its last good version "
         "while the file on disk has errors, which are listed) or errors.",
-        _object({}),
-        _READ_ONLY, _GROUPS_ANSWER),
+        NoArguments, _READ_ONLY, _GROUPS_ANSWER),
 )
+"""The built-in tools; their arguments are the request models of :mod:`skillgrove.runtime.api`
+(the HTTP API's bodies), so both validate alike and say the same."""
 
 
 # -- progress -------------------------------------------------------------------------------------
@@ -888,7 +862,7 @@ class SkillgroveMCP:
             "search_toolbox": self._search_toolbox, "get_skill": self._get_skill,
             "run_group": self._run_group, "run_skill": self._run_skill,
             "get_run": self._get_run, "inject": self._inject, "list_groups": self._list_groups}
-        self._validators = {spec.name: _validator(spec.schema) for spec in BUILTIN_TOOLS}
+        self._models = {spec.name: spec.model for spec in BUILTIN_TOOLS}
         self.server = _Server(
             SERVER_NAME, version=_version(), title="skillgrove",
             description="Group-structured skill graph: toolboxes of agent skills, run as DAGs.",
@@ -1060,8 +1034,8 @@ class SkillgroveMCP:
         try:
             builtin = self._builtins.get(params.name)
             if builtin is not None:
-                _validate(self._validators[params.name], arguments)
-                return await builtin(ctx, arguments)
+                given = parse(self._models[params.name], arguments)
+                return await builtin(ctx, given.model_dump(exclude_unset=True, by_alias=True))
             catalog = await self._catalog()
             group_id = catalog.group_tools.get(params.name)
             if group_id is None:
@@ -1320,18 +1294,6 @@ def _group_tool(name: str, view: Mapping[str, Any], group: Group,
                                   f"{changes}",
                       input_schema=schema, annotations=_RUNS, output_schema=_RUN_ANSWER,
                       _meta={"skillgrove/group": group.id})
-
-
-def _validator(schema: Mapping[str, Any]) -> Any:
-    return run_time_validator(schema)
-
-
-def _validate(validator: Any, arguments: Mapping[str, Any]) -> None:
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
-    if errors:
-        first = errors[0]
-        where = ".".join(str(p) for p in first.path) or "arguments"
-        raise InvalidRequestError(where, first.message)
 
 
 def _version() -> str:

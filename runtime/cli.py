@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from skillgrove.runtime import commands
 from skillgrove.runtime.limits import DEFAULT_K, MAX_K
-from skillgrove.runtime.terminal import Style, plural
+from skillgrove.runtime.terminal import Style, plural, safe
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
 from skillgrove.skills.safety import RULES_BY_ID
@@ -618,9 +618,16 @@ def _explicit_engine(args: argparse.Namespace) -> Skillgrove:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    stream = out or sys.stdout
+    # A library's or a skill's text never reaches a terminal raw (terminal.SafeText, #26).
+    errors, sys.stderr = sys.stderr, safe(sys.stderr)
+    try:
+        args = build_parser().parse_args(argv)
+        return _main(args, safe(out or sys.stdout))
+    finally:
+        sys.stderr = errors
+
+
+def _main(args: argparse.Namespace, stream: TextIO) -> int:
     interrupts = _Interrupts(args.command in RUNNING_COMMANDS)
     try:
         with interrupts:

@@ -7,6 +7,13 @@ it on, else a stream gets colour when it is a terminal and ``TERM`` is not ``dum
 is decided on its own, so ``skillgrove check | less`` prints plain text while its stderr keeps
 colour. Errors are red, warnings yellow, rule ids dim.
 
+Everything the command line prints passes through :class:`SafeText`: a library's or a skill's
+text (a description, an output, an error a skill wrote on stderr) cannot move the cursor,
+clear the screen, set a title, hide or reorder what follows (bidi overrides, zero-width
+characters): each control or format character is written as an escape (``\\u001b``,
+``\\u202e``: the same in JSON, so ``--json`` output stays valid and means the same). Only
+the styles this module paints itself pass, and only to a stream that has colour.
+
 >>> plural(1, "group file")
 '1 group file'
 >>> plural(2, "error")
@@ -21,10 +28,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
@@ -100,6 +107,80 @@ _SEVERITY = re.compile(r": (error|warning): ")
 _RULE = re.compile(r" \[[a-z0-9][a-z0-9-]*\]$", re.M)
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+# What this module writes itself: the SGR codes of Style, and the clearing of the status line.
+_OWN_SEQUENCES = re.compile(
+    rf"\x1b\[(?:0|{Style.BOLD}|{Style.DIM}|{Style.RED}|{Style.GREEN}|{Style.YELLOW}|"
+    rf"{Style.BOLD};{Style.RED}|{Style.BOLD};{Style.YELLOW})m|\r\x1b\[2K")
+
+
+def escaped(text: str, *, keep_own_styles: bool = False) -> str:
+    r"""``text`` with every character that is not printable written as its escape, line
+    breaks and tabs kept: C0 and C1 controls, DEL, format characters (zero-width, bidi
+    controls, U+2028), lone surrogates. ``keep_own_styles``: the sequences that this module
+    paints (:class:`Style`, :class:`Status`) pass.
+
+    >>> escaped("red\x1b[2J\u202eevil\u200b\U000e0041\n")
+    'red\\u001b[2J\\u202eevil\\u200b\\udb40\\udc41\n'
+    >>> escaped("\x1b[32mok\x1b[0m", keep_own_styles=True)
+    '\x1b[32mok\x1b[0m'
+    """
+    if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    parts: list[str] = []
+    at = 0
+    own = _OWN_SEQUENCES.finditer(text) if keep_own_styles else iter(())
+    for match in (*own, None):
+        end = match.start() if match is not None else len(text)
+        parts.extend(ch if ch.isprintable() or ch in "\n\t" else _escape(ch)
+                     for ch in text[at:end])
+        if match is not None:
+            parts.append(match.group())
+            at = match.end()
+    return "".join(parts)
+
+
+def _escape(ch: str) -> str:
+    """``\\uXXXX`` (a surrogate pair beyond the BMP): read the same in JSON, Python and
+    JavaScript, so JSON stays JSON."""
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+class SafeText:
+    r"""A text stream that writes :func:`escaped` text to ``stream``: what the command line
+    prints to stdout and stderr. The styles of :class:`Style` pass where the stream has colour.
+    Everything else (``isatty``, ``fileno``, ``encoding``, ...) is the stream's.
+
+    >>> import io
+    >>> inner = io.StringIO()
+    >>> _ = SafeText(inner).write("name: send\u200b-email\n")
+    >>> inner.getvalue()
+    'name: send\\u200b-email\n'
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.keep_own_styles = wants_colour(stream)
+
+    def write(self, text: str) -> int:
+        self.stream.write(escaped(text, keep_own_styles=self.keep_own_styles))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def safe(stream: TextIO) -> TextIO:
+    """``stream`` as a :class:`SafeText` (once)."""
+    return stream if isinstance(stream, SafeText) else cast(TextIO, SafeText(stream))
 
 
 class Status:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 
 from skillgrove import Skillgrove
 from skillgrove.skills import discover_skills
@@ -96,8 +97,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
         server.close()
 
 
-def leaks(corpus: Corpus, record_text: str) -> list[str]:
-    """Where the canary, the run log, the engine's token or a planted file turned up."""
+VICTIM_FILES = {"SKILL.md", "main.py", "params.json"}
+
+
+def leaks(corpus: Corpus, record_text: str, victim_after: str) -> list[str]:
+    """Where the canary, the run log, the engine's token or a planted file turned up, whether
+    anything reached the server standing in for the engine's API, whether the run log was
+    written, and whether the victim still runs its own code."""
     found = []
     planted = corpus.victim / "planted.txt"
     seen = {"outputs": record_text, "server": b"".join(corpus.listener.received).decode(
@@ -109,12 +115,23 @@ def leaks(corpus: Corpus, record_text: str) -> list[str]:
             found.append(f"the run log in {where}")
         if corpus.token in text:
             found.append(f"the token in {where}")
-    if planted.exists():
-        found.append("a file in the victim's folder")
+    if corpus.listener.received:
+        found.append("a connection to the engine's port on 127.0.0.1")
+    extra = sorted({p.name for p in corpus.victim.iterdir()} - VICTIM_FILES)
+    if extra:
+        found.append(f"files in the victim's folder: {extra}")
+    log = corpus.index / "runs.sqlite"
+    if (log.exists() and b"PLANTED-RUNLOG" in log.read_bytes()) \
+            or any(corpus.index.rglob("PLANTED-RUNLOG")):
+        found.append("a write into the run log")
+    if '"who": "victim"' not in victim_after:
+        found.append(f"the victim ran other code: {victim_after[:200]}")
     return found
 
 
-def run(corpus: Corpus, case: str, monkeypatch: pytest.MonkeyPatch, *, sandbox: bool) -> str:
+def run(corpus: Corpus, case: str, monkeypatch: pytest.MonkeyPatch, *,
+        sandbox: bool) -> tuple[str, str]:
+    """The case's run record, and the victim's outputs when it runs after it (JSON)."""
     monkeypatch.setenv("SKILLGROVE_TOKEN", corpus.token)
     monkeypatch.setenv("SKILLGROVE_SANDBOX", "on" if sandbox else "off")
     engine = Skillgrove([corpus.lib], index=corpus.index, allow_effects=["all"],
@@ -122,18 +139,45 @@ def run(corpus: Corpus, case: str, monkeypatch: pytest.MonkeyPatch, *, sandbox: 
     engine.run_skill("victim", {})  # the run log exists, and holds a run
     record = engine.run_skill(case, {})
     assert record.sandboxed is sandbox
-    return json.dumps(record.to_dict(), ensure_ascii=False)
+    after = engine.run_skill("victim", {})
+    return (json.dumps(record.to_dict(), ensure_ascii=False),
+            json.dumps(after.outputs, ensure_ascii=False))
 
 
 def reset(corpus: Corpus) -> None:
-    (corpus.victim / "planted.txt").unlink(missing_ok=True)
+    for path in corpus.victim.iterdir():
+        if path.name not in VICTIM_FILES:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    shutil.rmtree(corpus.index, ignore_errors=True)  # a fresh run log for every run
     corpus.listener.received.clear()
 
 
+def _frontmatter(case: str) -> dict[str, object]:
+    text = (CORPUS / case / "SKILL.md").read_text()
+    loaded = yaml.safe_load(text.split("---\n")[1])
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+# The classes of issue #26 that a skill's own code can try, each spelled several ways.
+CLASSES = {
+    "obfuscated code": {"b64-exec-next-line", "getattr-builtins", "import-module-pieces",
+                        "marshal-code", "helper-module", "ctypes-system", "shell-base64-command",
+                        "shell-rot13-command"},
+    "inline code through a command": {"setsid-sh-c", "find-exec", "git-alias", "sed-execute",
+                                      "tar-checkpoint", "rbash-c", "sh-skill-md",
+                                      "curl-block-list"},
+    "one skill changing another": {"bytecode-planter", "runlog-writer"},
+    "confirmation forged, secrets asked for": {"confirm-forger", "smtp-without-effect",
+                                               "token-in-env", "shell-env-dump"},
+    "no disguise": {"plain-reader"},
+}
+
+
 def test_the_corpus_has_every_class() -> None:
-    assert len(CASES) >= 10
-    kinds = {(CORPUS / c / "SKILL.md").read_text().split("entrypoint: {")[1].split(":")[0]
-             for c in CASES}
+    assert set(CASES) == set().union(*CLASSES.values()), "every case belongs to a class"
+    assert all(len(cases) >= 2 for name, cases in CLASSES.items() if name != "no disguise")
+    kinds = {next(iter(_frontmatter(c)["entrypoint"])) for c in CASES}  # type: ignore[call-overload]
     assert kinds == {"python", "command"}
 
 
@@ -145,10 +189,10 @@ def test_every_case_is_held(corpus: Corpus, case: str, monkeypatch: pytest.Monke
         assert rejected and rejected[0].rejected_by, f"{case} neither loads nor is rejected"
         return  # held by the scan: it never runs
     reset(corpus)
-    control = leaks(corpus, run(corpus, case, monkeypatch, sandbox=False))
+    control = leaks(corpus, *run(corpus, case, monkeypatch, sandbox=False))
     assert control, f"the control of {case} leaked nothing: the case is broken"
     reset(corpus)
-    boxed = leaks(corpus, run(corpus, case, monkeypatch, sandbox=True))
+    boxed = leaks(corpus, *run(corpus, case, monkeypatch, sandbox=True))
     reset(corpus)
     assert boxed == [], f"{case} in the sandbox: {boxed}"
 

@@ -40,7 +40,18 @@ defines them, plus the two conventions FastMCP's skills provider adds::
 Every resource carries its ``size`` and ``_meta["io.modelcontextprotocol.skills/digest"]``
 (``sha256:<hex>`` of the bytes ``resources/read`` returns, which are served unchanged). The
 extension's ``skills/list`` and ``skills/get`` return each skill's verbatim frontmatter and its
-complete file manifest; groups are listed there too, under the ``group`` prefix.
+complete file manifest; groups are listed there too, under the ``group`` prefix. The server
+declares ``directoryRead``: ``resources/directory/read`` lists the direct children of a skill's
+folder (``skill://pdf-to-text``), of its subfolders and of ``skill://group``, subfolders as
+``inode/directory`` resources. ``resources/list`` (``RESOURCE_PAGE`` a page), directory reads and
+``skills/list`` (``SKILLS_PAGE`` entries a page) are paginated with opaque cursors;
+``resources/templates/list`` names the three URI shapes above.
+
+**Search as discovery** (skillgrove's own, in the extension's spirit: the Final text leaves
+query-filtered discovery for later): ``skills/list`` with ``params.query`` lists the entries of
+what skillgrove's search finds for that request, best first (the group that fits, its skills,
+the other ranked skills, what is usually used with them), so a host with a large catalog loads
+a handful of entries rather than every one.
 
 **Notifications.** The engine calls the server after every re-index (``engine.on_change``; with
 ``watch=True`` the engine also watches the library folders). The server then compares the new
@@ -294,6 +305,8 @@ class _Catalog:
     skills: tuple[_SkillEntry, ...]
     confirm_inputs: frozenset[str] = frozenset()
     """The group tools whose group declares an input named ``confirm``."""
+    directories: Mapping[str, list[str]] = field(default_factory=dict)
+    """Directory URI -> its direct children, for resources/directory/read."""
 
     def tool_fingerprint(self) -> list[dict[str, Any]]:
         return [tool.model_dump(by_alias=True, exclude_none=True) for tool in self.tools]
@@ -843,6 +856,73 @@ class _SkillParams(types.RequestParams):
     uri: str
 
 
+class _SkillsListParams(types.PaginatedRequestParams):
+    query: str | None = None
+    """skillgrove's own: list the skills its search ranks for this request, best first (a
+    group that fits comes first), rather than the whole catalog."""
+
+
+class _DirectoryParams(types.PaginatedRequestParams):
+    uri: str
+
+
+RESOURCE_PAGE = 100
+"""Resources (and directory children) per page of resources/list and resources/directory/read."""
+SKILLS_PAGE = 100
+"""Entries per page of skills/list (an entry, with all its files, is never split)."""
+DIRECTORY_MIME = "inode/directory"
+RESOURCE_TEMPLATES = (
+    types.ResourceTemplate(
+        name="skill", title="A skill's instructions", uri_template="skill://{skill}/SKILL.md",
+        description="The SKILL.md of a skill, by name: its frontmatter and instructions.",
+        mime_type="text/markdown"),
+    types.ResourceTemplate(
+        name="skill-file", title="A file of a skill",
+        uri_template="skill://{skill}/{+path}",
+        description="Any file of a skill's folder, by its path in the folder (skills/get and "
+                    "resources/directory/read list them)."),
+    types.ResourceTemplate(
+        name="group", title="A group as a skill",
+        uri_template=f"skill://{GROUP_URI_PREFIX}/{{group}}/SKILL.md",
+        description="A generated SKILL.md for a group: what it does, how to run it, its "
+                    "inputs, context and steps.", mime_type="text/markdown"),
+)
+
+
+def _page_of(items: Sequence[_T], cursor: str | None, size: int) -> tuple[list[_T], str | None]:
+    """One page of ``items`` from ``cursor`` (an opaque offset) and the cursor of the next."""
+    start = 0
+    if cursor:
+        try:
+            start = int(base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii"))
+        except (ValueError, UnicodeError):
+            start = -1
+        if not 0 <= start <= len(items):
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"invalid cursor '{cursor}': pass back a nextCursor as given")
+    end = start + size
+    following = base64.urlsafe_b64encode(str(end).encode()).decode("ascii") \
+        if end < len(items) else None
+    return list(items[start:end]), following
+
+
+def _directories(resources: Mapping[str, _Resource]) -> dict[str, list[str]]:
+    """Directory URI -> its direct children (file and directory URIs), for every directory
+    of the served skill files: ``skill://pdf-to-text`` -> ``[.../SKILL.md, .../main.py]``;
+    ``skill://group`` -> the groups' folders. The generated ``_manifest`` of each skill is not
+    a file of its folder and is left out (a host compares a listing with the skill's entry)."""
+    children: dict[str, dict[str, None]] = {}
+    for uri in resources:
+        if not uri.startswith("skill://") or uri.endswith("/" + MANIFEST_FILE):
+            continue
+        parts = uri.removeprefix("skill://").split("/")
+        for depth in range(1, len(parts)):
+            parent = "skill://" + "/".join(parts[:depth])
+            child = "skill://" + "/".join(parts[:depth + 1])
+            children.setdefault(parent, {})[child] = None
+    return {parent: sorted(found) for parent, found in children.items()}
+
+
 # -- the server -----------------------------------------------------------------------------------
 
 
@@ -869,11 +949,14 @@ class SkillgroveMCP:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_resources=self._list_resources, on_read_resource=self._read_resource,
+            on_list_resource_templates=self._list_templates,
             on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe,
             on_subscriptions_listen=self.announcer.listen)
         self.server.middleware.append(self.announcer.track)
-        self.server.extensions[SKILLS_EXTENSION] = {}
-        self.server.add_request_handler("skills/list", types.PaginatedRequestParams,
+        self.server.extensions[SKILLS_EXTENSION] = {"directoryRead": True}
+        self.server.add_request_handler("resources/directory/read", _DirectoryParams,
+                                        self._directory_read)
+        self.server.add_request_handler("skills/list", _SkillsListParams,
                                         self._skills_list)
         self.server.add_request_handler("skills/get", _SkillParams, self._skills_get)
         engine.on_change(self._on_change)
@@ -979,7 +1062,7 @@ class SkillgroveMCP:
             resources[uri] = item
             entries.append(_SkillEntry(uri, frontmatter_of(text.decode("utf-8")), (item,)))
         return _Catalog(library, tuple(tools), group_tools, frozenset(context_inputs), resources,
-                        tuple(entries), frozenset(confirm_inputs))
+                        tuple(entries), frozenset(confirm_inputs), _directories(resources))
 
     def _skill_entry(self, name: str) -> _SkillEntry:
         details = self.engine.skill(name)
@@ -1060,8 +1143,37 @@ class SkillgroveMCP:
                               params: types.PaginatedRequestParams | None,
                               ) -> types.ListResourcesResult:
         catalog = await self._catalog()
-        return types.ListResourcesResult(resources=[r.listing()
-                                                    for r in catalog.resources.values()])
+        page, following = _page_of(list(catalog.resources.values()),
+                                   params.cursor if params else None, RESOURCE_PAGE)
+        return types.ListResourcesResult(resources=[r.listing() for r in page],
+                                         next_cursor=following)
+
+    async def _list_templates(self, ctx: ServerRequestContext[Any],
+                              params: types.PaginatedRequestParams | None,
+                              ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=list(RESOURCE_TEMPLATES))
+
+    async def _directory_read(self, ctx: ServerRequestContext[Any],
+                              params: _DirectoryParams) -> dict[str, Any]:
+        catalog = await self._catalog()
+        uri = params.uri.rstrip("/")
+        children = catalog.directories.get(uri)
+        if children is None:
+            what = ("is not a directory resource" if uri in catalog.resources
+                    else "is not a directory this server serves")
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{params.uri} {what}",
+                           data={"uri": params.uri})
+        page, following = _page_of(children, params.cursor, RESOURCE_PAGE)
+        listed = []
+        for child in page:
+            found = catalog.resources.get(child)
+            listing = found.listing() if found is not None else types.Resource(
+                uri=child, name=child.rsplit("/", 1)[-1], mime_type=DIRECTORY_MIME)
+            listed.append(listing.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        out: dict[str, Any] = {"resources": listed, "resultType": "complete"}
+        if following:
+            out["nextCursor"] = following
+        return out
 
     async def _read_resource(self, ctx: ServerRequestContext[Any],
                              params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
@@ -1107,10 +1219,35 @@ class SkillgroveMCP:
         return types.EmptyResult()
 
     async def _skills_list(self, ctx: ServerRequestContext[Any],
-                           params: types.PaginatedRequestParams) -> dict[str, Any]:
+                           params: _SkillsListParams | None) -> dict[str, Any]:
         catalog = await self._catalog()
-        return {"skills": [entry.to_dict() for entry in catalog.skills], "ttlMs": 0,
-                "cacheScope": "private", "resultType": "complete"}
+        entries = list(catalog.skills)
+        query = params.query if params is not None else None
+        if query is not None:
+            entries = await anyio.to_thread.run_sync(self._searched, catalog, query)
+        page, following = _page_of(entries, params.cursor if params else None, SKILLS_PAGE)
+        out: dict[str, Any] = {"skills": [entry.to_dict() for entry in page], "ttlMs": 0,
+                               "cacheScope": "private", "resultType": "complete"}
+        if following:
+            out["nextCursor"] = following
+        return out
+
+    def _searched(self, catalog: _Catalog, query: str) -> list[_SkillEntry]:
+        """The entries of what a search for ``query`` finds, best first: the group that fits,
+        then the ranked skills (the selected ones first) and what is usually used with them."""
+        if not query.strip():
+            raise MCPError(code=types.INVALID_PARAMS, message="query: must be a non-empty string")
+        toolbox = self.engine.search(query)
+        by_uri = {entry.uri: entry for entry in catalog.skills}
+        loaded = self.engine.library.catalog.by_id()
+        selected = set(toolbox.selected)
+        # The selected skills in the toolbox's order (a group member may not be ranked).
+        names = [loaded[sid].name for sid in toolbox.selected if sid in loaded]
+        names += [s.name for s in toolbox.skills if s.id not in selected]
+        names += [s.name for s in toolbox.suggestions]
+        uris = [_group_uri(toolbox.group.id.removeprefix("group:"))] if toolbox.group else []
+        uris += [_skill_uri(name) for name in names]
+        return [by_uri[uri] for uri in dict.fromkeys(uris) if uri in by_uri]
 
     async def _skills_get(self, ctx: ServerRequestContext[Any],
                           params: _SkillParams) -> dict[str, Any]:

@@ -138,15 +138,31 @@ class Connected:
         return {tool.name: tool for tool in listed.tools}
 
     def resources(self) -> dict[str, types.Resource]:
-        listed: types.ListResourcesResult = self.run(self.session.list_resources)
-        return {resource.uri: resource for resource in listed.resources}
+        """Every resource, page after page."""
+        found: dict[str, types.Resource] = {}
+        for page in self.resource_pages():
+            found.update({resource.uri: resource for resource in page.resources})
+        return found
+
+    def resource_pages(self) -> list[types.ListResourcesResult]:
+        pages: list[types.ListResourcesResult] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor)
+            listed: types.ListResourcesResult = self.run(
+                lambda params=params: self.session.list_resources(params=params))
+            pages.append(listed)
+            cursor = listed.next_cursor
+            if cursor is None:
+                return pages
 
     def read(self, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
         result: types.ReadResourceResult = self.run(lambda: self.session.read_resource(uri))
         [contents] = result.contents
         return contents
 
-    def request(self, method: Literal["skills/list", "skills/get"],
+    def request(self, method: Literal["skills/list", "skills/get", "resources/directory/read",
+                                      "resources/templates/list"],
                 params: dict[str, Any] | None = None) -> dict[str, Any]:
         class Custom(types.Request[dict[str, Any] | None, str]):
             pass
@@ -623,6 +639,81 @@ def test_the_skills_extension_lists_frontmatter_and_manifests(mcp: Connected) ->
     assert got["skill"] == entry
 
 
+def test_resources_come_in_pages(mcp: Connected) -> None:
+    from skillgrove.runtime.mcp_server import RESOURCE_PAGE
+
+    pages = mcp.resource_pages()
+    assert len(pages) >= 2, "the bundled library should need more than one page"
+    assert all(len(page.resources) == RESOURCE_PAGE for page in pages[:-1])
+    uris = [r.uri for page in pages for r in page.resources]
+    assert len(uris) == len(set(uris))  # no resource twice, none lost between pages
+    skill_files = sum(1 for path in (mcp.library / "skills").rglob("*") if path.is_file()
+                      and "__pycache__" not in path.parts and not path.name.startswith("."))
+    assert sum(1 for uri in uris if not uri.startswith("skill://group/")
+               and not uri.endswith("/_manifest")) == skill_files
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError, match="invalid cursor"):
+        mcp.run(lambda: mcp.session.list_resources(
+            params=types.PaginatedRequestParams(cursor="not-a-cursor")))
+
+
+def test_directories_of_skills_are_read_with_their_files_and_digests(mcp: Connected) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    folder = mcp.library / "skills" / "pdf-to-text"
+    listed = mcp.request("resources/directory/read", {"uri": "skill://pdf-to-text"})
+    assert listed["resultType"] == "complete" and "nextCursor" not in listed
+    files = {r["uri"]: r for r in listed["resources"]}
+    assert set(files) == {f"skill://pdf-to-text/{p.name}" for p in folder.iterdir()
+                          if p.is_file() and not p.name.startswith(".")}  # not .skill_id
+    data = (folder / "main.py").read_bytes()
+    assert files["skill://pdf-to-text/main.py"]["_meta"] == {
+        "io.modelcontextprotocol.skills/digest": f"sha256:{hashlib.sha256(data).hexdigest()}"}
+    assert files["skill://pdf-to-text/main.py"]["size"] == len(data)
+    groups = mcp.request("resources/directory/read", {"uri": "skill://group"})["resources"]
+    assert {"uri": "skill://group/report-analysis", "name": "report-analysis",
+            "mimeType": "inode/directory"} in groups
+    inside = mcp.request("resources/directory/read", {"uri": "skill://group/report-analysis"})
+    assert [r["uri"] for r in inside["resources"]] == ["skill://group/report-analysis/SKILL.md"]
+    with pytest.raises(MCPError, match="is not a directory resource"):
+        mcp.request("resources/directory/read", {"uri": "skill://pdf-to-text/SKILL.md"})
+    with pytest.raises(MCPError, match="is not a directory this server serves"):
+        mcp.request("resources/directory/read", {"uri": "skill://pdf-to-txt"})
+
+
+def test_resource_templates_name_the_skill_uris(mcp: Connected) -> None:
+    listed: types.ListResourceTemplatesResult = mcp.run(mcp.session.list_resource_templates)
+    templates = {t.name: t.uri_template for t in listed.resource_templates}
+    assert templates == {"skill": "skill://{skill}/SKILL.md",
+                         "skill-file": "skill://{skill}/{+path}",
+                         "group": "skill://group/{group}/SKILL.md"}
+
+
+def test_skills_list_pages_and_filters_by_a_search(mcp: Connected) -> None:
+    from skillgrove.runtime.mcp_server import SKILLS_PAGE
+
+    first = mcp.request("skills/list")
+    everything = list(first["skills"])
+    cursor = first.get("nextCursor")
+    while cursor:
+        page = mcp.request("skills/list", {"cursor": cursor})
+        assert len(page["skills"]) <= SKILLS_PAGE
+        everything += page["skills"]
+        cursor = page.get("nextCursor")
+    bundled = len(list((LIBRARY / "skills").glob("*/SKILL.md")))
+    assert len(everything) == bundled + len(list((LIBRARY / "groups").glob("*.yaml")))
+    found = mcp.request("skills/list", {"query": REPORT_REQUEST})["skills"]
+    uris = [entry["uri"] for entry in found]
+    assert uris[0] == "skill://group/report-analysis/SKILL.md"
+    assert uris[1:6] and set(uris[1:6]) <= {
+        "skill://pdf-to-text/SKILL.md", "skill://extract-metrics/SKILL.md",
+        "skill://summarize-text/SKILL.md", "skill://markdown-table/SKILL.md",
+        "skill://send-email/SKILL.md"}
+    assert len(found) < len(everything)
+    assert found[1] == next(e for e in everything if e["uri"] == uris[1])  # the same entries
+
+
 def test_unknown_resources_are_invalid_params(mcp: Connected) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -645,7 +736,16 @@ def test_a_2026_client_gets_tools_progress_and_change_events(tmp_path: Path) -> 
 
             async with Client(url) as client:
                 version = client.protocol_version
+                extensions = client.server_capabilities.extensions or {}
+                # The Skills extension (2026-07-28) with resources/directory/read.
+                assert extensions["io.modelcontextprotocol/skills"] == {"directoryRead": True}
                 tools = [tool.name for tool in (await client.list_tools()).tools]
+                templates = (await client.list_resource_templates()).resource_templates
+                assert "skill://{skill}/SKILL.md" in [t.uri_template for t in templates]
+                listed = await client.list_resources()
+                assert listed.next_cursor is not None  # paginated on this revision too
+                again = await client.list_resources(cursor=listed.next_cursor)
+                assert not {r.uri for r in again.resources} & {r.uri for r in listed.resources}
                 result = await client.call_tool(
                     "run_skill", {"name": "pdf-to-text", "inputs": {
                         "path": str(library / "samples" / "quarterly_report.pdf")}},

@@ -2,6 +2,7 @@
 but that no request failed (the exit code is 1 if any did).
 
     .venv/bin/python bench/serve_load.py [--clients 16] [--seconds 30] [--max-requests 50000]
+                                         [--detail compact|full]
 
 Indexes the bundled library into a temporary folder, starts ``skillgrove serve http`` and
 ``skillgrove serve mcp --transport http`` on 127.0.0.1 (each on its own copy of the index), and
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -28,11 +30,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
 from skillgrove.runtime.engine import Skillgrove
 from skillgrove.runtime.paths import bundled_library
+
+DETAIL: Literal["compact", "full"] = "compact"
+"""The toolbox every path answers with (``--detail``)."""
 
 REQUESTS = [
     # a group should answer these
@@ -70,9 +76,13 @@ class Tally:
     server_cpu: float | None = None
     """CPU seconds the server process spent (for the in-process reference: the engine's)."""
     client_cpu: float | None = None
+    answer_bytes: int = 0
+    """Bytes of the answers (HTTP: the body; MCP: the JSON-RPC result; in process: its JSON)."""
 
-    def add(self, seconds: float, ok: bool, shape: str | None, error: str | None = None) -> None:
+    def add(self, seconds: float, ok: bool, shape: str | None, error: str | None = None,
+            size: int = 0) -> None:
         self.latencies.append(seconds)
+        self.answer_bytes += size
         if not ok:
             self.errors += 1
             self.first_error = self.first_error or error
@@ -171,11 +181,13 @@ def http_session(url: str) -> Callable[[int, Budget, Tally], Awaitable[None]]:
                 i += 1
                 began = time.perf_counter()
                 try:
-                    response = await client.post("/v1/search", json={"request": request})
+                    response = await client.post("/v1/search", json={"request": request},
+                                                 params={"detail": DETAIL})
                     ok = response.status_code == 200
                     shape = response.json().get("shape") if ok else None
                     tally.add(time.perf_counter() - began, ok, shape,
-                              None if ok else f"{response.status_code} {response.text[:200]}")
+                              None if ok else f"{response.status_code} {response.text[:200]}",
+                              len(response.content))
                 except Exception as exc:
                     tally.add(time.perf_counter() - began, False, None, repr(exc))
 
@@ -193,12 +205,14 @@ def mcp_session(url: str) -> Callable[[int, Budget, Tally], Awaitable[None]]:
                 i += 1
                 began = time.perf_counter()
                 try:
-                    result = await client.call_tool("search_toolbox", {"request": request})
+                    result = await client.call_tool("search_toolbox",
+                                                    {"request": request, "detail": DETAIL})
                     ok = not result.is_error
                     data = result.structured_content if ok else None
                     shape = data.get("shape") if isinstance(data, dict) else None
+                    size = len(result.model_dump_json(by_alias=True, exclude_none=True))
                     tally.add(time.perf_counter() - began, ok, shape,
-                              None if ok else str(result.content)[:200])
+                              None if ok else str(result.content)[:200], size)
                 except Exception as exc:
                     tally.add(time.perf_counter() - began, False, None, repr(exc))
 
@@ -234,13 +248,15 @@ def in_process(engine: Skillgrove, threads: int, budget: Budget) -> Tally:
         i = n
         while budget.take():
             began = time.perf_counter()
+            size = 0
             try:
-                shape = engine.toolbox(REQUESTS[i % len(REQUESTS)])["shape"]
+                view = engine.toolbox(REQUESTS[i % len(REQUESTS)], detail=DETAIL)
+                shape, size = view["shape"], len(json.dumps(view, ensure_ascii=False))
                 ok, error = True, None
             except Exception as exc:
                 shape, ok, error = None, False, repr(exc)
             with lock:
-                tally.add(time.perf_counter() - began, ok, shape, error)
+                tally.add(time.perf_counter() - began, ok, shape, error, size)
             i += 1
 
     started = time.perf_counter()
@@ -261,14 +277,15 @@ def report(rows: list[tuple[str, int, Tally]], reference: Tally) -> None:
     ref_rps, ref_p50, _ = reference.figures()
     print(f"{'':34} {'clients':>7} {'requests':>8} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7}"
           f" {'errors':>6} {'group':>6}  {'req/s ×ref':>10} {'p50 ×ref':>8}"
-          f"  {'CPU ms/req: server':>18} {'client':>6}")
+          f"  {'CPU ms/req: server':>18} {'client':>6} {'bytes/answer':>12}")
     for name, clients, tally in rows:
         rps, p50, p95 = tally.figures()
         share = f"{tally.groups / tally.requests:.0%}" if tally.requests else "-"
         print(f"{name:34} {clients:>7} {tally.requests:>8} {rps:>7.1f} {p50:>7.1f} {p95:>7.1f}"
               f" {tally.errors:>6} {share:>6}  {rps / ref_rps:>10.2f} {p50 / ref_p50:>8.2f}"
               f"  {_per_request(tally.server_cpu, tally):>18} "
-              f"{_per_request(tally.client_cpu, tally):>6}")
+              f"{_per_request(tally.client_cpu, tally):>6} "
+              f"{tally.answer_bytes // max(tally.requests, 1):>12}")
         if tally.first_error:
             print(f"    first error: {tally.first_error}")
 
@@ -285,7 +302,12 @@ def main() -> int:
                         help="hard cap on the requests of one transport (default 50000)")
     parser.add_argument("--reference-seconds", type=float, default=5.0,
                         help="per in-process reference (default 5)")
+    parser.add_argument("--detail", choices=["compact", "full"], default="compact",
+                        help="the toolbox every path answers with (default compact, what "
+                             "agents get; full: every score and explanation)")
     args = parser.parse_args()
+    global DETAIL
+    DETAIL = args.detail
     if args.clients < 1 or args.seconds <= 0 or args.max_requests < 1:
         parser.error("--clients, --seconds and --max-requests must be positive")
 
@@ -298,7 +320,7 @@ def main() -> int:
         engine = Skillgrove([library], index=root / "index")
         engine.index()
         print(f"indexed {library} in {time.perf_counter() - started:.1f} s; "
-              f"{os.cpu_count()} CPUs; {len(REQUESTS)} distinct requests")
+              f"{os.cpu_count()} CPUs; {len(REQUESTS)} distinct requests; detail={DETAIL}")
         for name in ("http", "mcp"):
             shutil.copytree(root / "index", root / name / "index")
         http_port, mcp_port = free_port(), free_port()
@@ -348,7 +370,8 @@ def main() -> int:
               "answers that chose a group.\nCPU ms/req: CPU time per request of the server "
               "process (in-process: of the engine) and of\nthis process's clients. Clients, "
               "servers and the reference share this machine's CPUs; the\nengine embeds each "
-              "distinct request once (the embedding cache), so the rest is transport.")
+              "distinct request once (the embedding cache), so the rest is transport.\n"
+              "bytes/answer: the mean size of one answer on that path.")
         return 1 if http.errors or mcp.errors or reference.errors else 0
 
 

@@ -403,6 +403,16 @@ def test_a_run_that_cannot_start_is_refused_before_the_stream_opens(
     assert "missing required input 'pdf_path'" in error["message"]
 
 
+def test_a_run_needing_confirmation_is_the_same_error_streamed_or_not(
+        client: httpx.Client) -> None:
+    body = {**REPORT_RUN, "confirm": False}
+    plain = client.post("/v1/groups/report-analysis/runs", json=body)
+    streamed = client.post("/v1/groups/report-analysis/runs", json=body,
+                           headers={"Accept": "text/event-stream"})
+    assert assert_error(plain, 409, "needs_confirmation") == \
+        assert_error(streamed, 409, "needs_confirmation")
+
+
 def test_resume_reuses_the_successful_steps(client: httpx.Client) -> None:
     first = client.post("/v1/groups/report-analysis/runs", json=REPORT_RUN).json()
     again = client.post("/v1/groups/report-analysis/runs",

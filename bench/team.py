@@ -16,7 +16,8 @@ replica count and transport:
 * **load**: ``--clients`` concurrent clients for ``--seconds``, client *i* talking to replica
   *i mod N*, each sending searches drawn from the requests of ``bench/serve_load.py``;
   throughput and p95 are reported beside those of one replica, measured in the same run;
-* **runs**: a skill is run on the first replica and its record read from every other one;
+* **runs**: a skill is run on the first replica and its record read from every other one
+  (``/v1/runs/{id}``, or MCP's ``get_run``);
 * **re-index**: a new group file is written into the shared folder and every replica is asked
   for its request every 50 ms until it answers with the new group; the time from the write to
   the last replica's first such answer is reported. Each replica's watcher sees the file; the
@@ -179,18 +180,42 @@ def spread(transport: str, replicas: list[Replica],
     return session
 
 
-def runs_across(replicas: list[Replica]) -> str:
-    """A skill run on the first HTTP replica, read back from each of the others."""
+RUN_INPUTS = {"text": "One team. One graph. Two sentences?"}
+
+
+def runs_across(transport: str, replicas: list[Replica]) -> str:
+    """A skill run on the first replica, read back from each of the others (``found/others``)."""
     if len(replicas) < 2:
         return "-"
-    response = httpx.post(replicas[0].url + "/v1/skills/text-statistics/runs",
-                          json={"inputs": {"text": "One team. One graph. Two sentences?"}},
-                          timeout=60)
-    response.raise_for_status()
-    run_id = response.json()["id"]
-    found = sum(1 for replica in replicas[1:]
-                if httpx.get(f"{replica.url}/v1/runs/{run_id}", timeout=30).status_code == 200)
+    if transport == "http":
+        response = httpx.post(replicas[0].url + "/v1/skills/text-statistics/runs",
+                              json={"inputs": RUN_INPUTS}, timeout=60)
+        response.raise_for_status()
+        run_id = response.json()["id"]
+        found = sum(1 for replica in replicas[1:]
+                    if httpx.get(f"{replica.url}/v1/runs/{run_id}", timeout=30).status_code
+                    == 200)
+    else:
+        found = asyncio.run(_runs_across_mcp(replicas))
     return f"{found}/{len(replicas) - 1}"
+
+
+async def _runs_across_mcp(replicas: list[Replica]) -> int:
+    from mcp import Client
+
+    async with Client(replicas[0].url) as client:
+        result = await client.call_tool("run_skill", {"name": "text-statistics",
+                                                      "inputs": RUN_INPUTS})
+        if result.is_error or not isinstance(result.structured_content, dict):
+            raise RuntimeError(f"run_skill failed: {str(result.content)[:200]}")
+        run_id = result.structured_content["run_id"]
+    found = 0
+    for replica in replicas[1:]:
+        async with Client(replica.url) as client:
+            read = await client.call_tool("get_run", {"id": run_id})
+            data = read.structured_content
+            found += not read.is_error and isinstance(data, dict) and data.get("id") == run_id
+    return found
 
 
 def reindex_seen_by_all(transport: str, replicas: list[Replica], library: Path, gid: str,
@@ -311,7 +336,7 @@ def main() -> int:
                         load = asyncio.run(drive(args.clients,
                                                  Budget(args.max_requests, args.seconds),
                                                  spread(transport, replicas)))
-                        found = runs_across(replicas) if transport == "http" else "-"
+                        found = runs_across(transport, replicas)
                         seen = reindex_seen_by_all(transport, replicas, library,
                                                    f"glyph-tally-{transport}-{count}",
                                                    limit=max(10.0, args.visible_within * 5))

@@ -442,8 +442,8 @@ def allowances(skill: Skill, environ: Mapping[str, str] | None = None) -> dict[s
 
 def describe(skill: Skill, allowed: Mapping[str, Any]) -> str:
     """One line of ``skillgrove check``: what the sandbox lets ``skill`` reach."""
-    net = ("network: yes (" + ", ".join(allowed["network_by"]) + ")" if allowed["network"]
-           else "network: none")
+    net = ("network: outward only, never the host's loopback (" + ", ".join(
+        allowed["network_by"]) + ")" if allowed["network"] else "network: none")
     env = "env: " + (", ".join(allowed["env"]) if allowed["env"] else "none declared")
     files = "writes: " + ", ".join(allowed["writes"])
     if allowed["path_inputs"]:

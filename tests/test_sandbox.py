@@ -628,7 +628,8 @@ def test_check_reports_what_the_sandbox_allows_each_skill(tmp_path: Path) -> Non
     text = StringIO()
     main(["check", str(lib)], text)
     lines = text.getvalue().splitlines()
-    assert "sandbox: fetcher: network: yes (network); env: none declared; writes: its step " \
+    assert "sandbox: fetcher: network: outward only, never the host's loopback (network); " \
+           "env: none declared; writes: its step " \
            "folder, a private /tmp (and HOME in it); path inputs paths (files read-only; " \
            "folders and new paths writable)" in lines
     assert "  advice: quiet-mailer looks like it sends mail (main.py:1: smtplib) but does not " \

@@ -191,6 +191,11 @@ class RetrievalConfig:
     part_ratio: float = 0.5
     """A part of the request gets a skill of its own only when that skill's evidence reaches
     this share of the best part's: a part that matches nothing well is a detail of another."""
+    part_whole_depth: int = 10
+    """A part of a list (not one added with "then", "also", "after that") gets a skill of its
+    own only when the whole request ranks that skill among this many: a clause that is a
+    detail of the task ("... with version 2.3") finds a skill the request as a whole does not
+    want."""
     partner_boost: float = 0.1
     """How much more a part's candidate counts when it is known to run after a skill chosen
     for an earlier part (FLOWS_TO from it); 0: off."""
@@ -411,6 +416,30 @@ class Retriever:
             reads.derived[key] = rankings
         return list(reads.derived[key])
 
+    def _segment_rankings(self, request: str, segments: Sequence[Sequence[int]],
+                          rankings: Sequence[list[ScoredSkill]], context: RequestContext,
+                          k: int, weight: float | None) -> list[list[ScoredSkill]]:
+        """The skill ranking of each task of a request (a part added with a sequencing word,
+        with the list that follows it): a one-part task reuses its part's ranking, a longer
+        one is ranked as a request of its own."""
+        parts = request_parts(request)
+        key = ("segments", request, k, weight, context.recent_skills)
+        reads = self._reads
+        if key not in reads.derived:
+            texts = {i: ", ".join(parts[p].text for p in segment)
+                     for i, segment in enumerate(segments) if len(segment) > 1}
+            vectors = dict(zip(texts, self.encoder.encode(list(texts.values())), strict=True)) \
+                if texts else {}
+            out = []
+            for i, segment in enumerate(segments):
+                if i not in texts:
+                    out.append(list(rankings[segment[0]]))
+                    continue
+                own = self.config.cjk_vector_weight if cjk_share(texts[i]) > 0.3 else weight
+                out.append(self._atomic_tier(texts[i], vectors[i], context, k, own, None))
+            reads.derived[key] = out
+        return list(reads.derived[key])
+
     def _several_tasks(self, request: str, context: RequestContext, k: int,
                        weight: float | None, whole: Sequence[ScoredSkill],
                        ) -> tuple[list[ScoredSkill], tuple[str, ...], int] | None:
@@ -419,32 +448,61 @@ class Retriever:
         (the ranking, the skills chosen for the parts in the order asked, the number of
         parts); None unless two parts need skills of their own.
 
-        The best skill for the whole request answers every part that ranks it (or a skill
-        already chosen) among its first ``PART_COVER_DEPTH``; each other part gets its own
-        best skill when that clears ``select_min`` and ``part_ratio`` of the best part's (a
-        part that matches nothing well is a detail of another, not a task)."""
+        Each task the request adds with a sequencing word gets its best skill (when that
+        clears ``select_min``); a request without one keeps what its whole ranking selects.
+        A clause of a list that none of those answers (none among its first
+        ``PART_COVER_DEPTH``) adds its own best skill when that clears ``select_min`` and
+        ``part_ratio`` of the best part's, and the whole request ranks it among its first
+        ``part_whole_depth``."""
         rankings = self._part_rankings(request, context, k, weight)
         if not rankings:
             return None
         best_part = max((r[0].score for r in rankings if r), default=0.0)
         floor = self.config.part_ratio * best_part
+        parts = request_parts(request)
+        # Tasks are what the request adds with "then", "also", "after that": each such
+        # segment (its part and the list after it) gets its best skill, as a request of its
+        # own would. A request with no sequencing word is one task: what the whole request
+        # selects stays, each skill answering the part that ranks it highest.
+        segments: list[list[int]] = []
+        for index, part in enumerate(parts):
+            if not segments or part.join is Join.SEQUENCE:
+                segments.append([index])
+            else:
+                segments[-1].append(index)
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
-        top = whole[0] if whole and self.fits(whole[0]) else None
+        if len(segments) > 1:
+            for segment, ranking in zip(segments, self._segment_rankings(
+                    request, segments, rankings, context, k, weight), strict=True):
+                found = self._with_known_partner(ranking, list(chosen))
+                if found is not None and found[1] >= self.config.select_min \
+                        and found[0].id not in chosen:
+                    chosen[found[0].id] = segment[0]
+        else:
+            for sid in self.select(list(whole)):
+                ranks = [(next((d for d, s in enumerate(ranking) if s.id == sid), k), index)
+                         for index, ranking in enumerate(rankings)]
+                chosen[sid] = min(ranks)[1]
+        # Then the clauses of a list ("the forecast, the current weather and the time zone")
+        # that no chosen skill answers (none among their first ``PART_COVER_DEPTH``).
+        agreed = {s.id for s in whole[:self.config.part_whole_depth]}
+        heads = {segment[0] for segment in segments}
         for index, ranking in enumerate(rankings):
+            if index in heads and len(segments) > 1:
+                continue
             near = [s.id for s in ranking[:PART_COVER_DEPTH]]
-            covering = next((sid for sid in near if sid in chosen), None)
-            if covering is None and top is not None and top.id in near:
-                chosen[top.id] = index
+            if any(sid in chosen for sid in near):
                 continue
-            if covering is not None:
-                continue
-            found = self._with_known_partner(ranking, [*chosen, *([top.id] if top else [])])
+            found = self._with_known_partner(ranking, list(chosen))
             if found is None:
                 continue
             best, evidence = found
             # A part is short: its embedding comes nearer anything than a whole request's,
-            # so its skill must fit by the hybrid score (``select_min``), not the embedding.
-            if evidence >= max(floor, self.config.select_min) and best.id not in chosen:
+            # so its skill must fit by the hybrid score (``select_min``), and a clause may be
+            # a detail of the task ("... and version 2.3"): the whole request must rank its
+            # skill too.
+            if evidence >= max(floor, self.config.select_min) and best.id not in chosen \
+                    and best.id in agreed:
                 chosen[best.id] = index
         if len(chosen) < 2:
             return None
@@ -707,9 +765,9 @@ class Retriever:
                           observed=observed)
         if not plan.edges:
             return tuple(selected), (), ""
-        kinds = list(dict.fromkeys(plan.why[e] for e in plan.edges))
+        kinds = list(dict.fromkeys(EVIDENCE_WORDS[plan.why[e]] for e in plan.edges))
         names = [record.name for sid in plan.order if (record := reads.node(sid)) is not None]
-        return plan.order, plan.edges, (f"composed: {', '.join(names)}, ordered by "
+        return plan.order, plan.edges, (f"composed: {' -> '.join(names)}, ordered by "
                                         f"{_join_words(kinds)}")
 
     def _in_stated_order(self, request: str, group: GroupChoice, context: RequestContext,
@@ -1753,6 +1811,12 @@ def weigh_final_steps(candidates: Sequence[tuple[float, Sequence[tuple[float, fl
     assert best is not None, "no candidates"
     return best[1], best[2]
 
+
+EVIDENCE_WORDS = {"declared": "declared prerequisites", "stated": "the order the request states",
+                  "data flow": "data flow (an output feeds an input)",
+                  "observed": "the order past runs took",
+                  "listed": "the order the request lists them"}
+"""How a composed toolbox's reason names what ordered it (``graph/planner.py``'s evidence)."""
 
 PART_COVER_DEPTH = 3
 """A part of a request is answered by a skill already chosen when its own ranking holds that

@@ -102,6 +102,8 @@ class Toolbox:
                 said += f"; added {', '.join(extra)} for what it does not cover"
             return said
         chosen = [names.get(sid, sid) for sid in self.selected]
+        if self.fallback_reason and "composed: " in self.fallback_reason:
+            return self.fallback_reason
         why = f"{self.fallback_reason}; " if self.fallback_reason else ""
         if not chosen:
             return why + "nothing in the library fits this request"

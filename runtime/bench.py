@@ -390,11 +390,12 @@ NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)
 def _group_answers_f1(retriever: Retriever, held_out: Sequence[HistoryRow],
                       **settings: Any) -> float:
     """Mean set F1 on the held-out rows with ``settings``, every row answered with a group
-    (as the group settings are calibrated after these)."""
+    (as the group settings are calibrated after these: the rules that give a group's answer to
+    single skills are off, or they would judge these settings on the rows they take away)."""
     probe = Retriever(retriever.store, retriever.encoder, replace(
         retriever.config, group_threshold=-1.0, cjk_group_threshold=-1.0,
         router_min_confidence=0.0, single_skill_margin=1.0, fast_route_confidence=2.0,
-        **settings))
+        group_support_depth=None, top_in_a_group=False, **settings))
     total = 0.0
     for row in held_out:
         total += f1(set(probe.search(row.request).selected), set(row.skills))

@@ -849,9 +849,14 @@ def create_run_started_index() -> Statement:
 
 def write_run(run: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> Statement:
     """Creates or replaces the run ``run["id"]`` in one statement (one round trip): its
-    properties (``run`` holds no ``steps``), its old step nodes removed, then a node per step
-    of ``steps``, each with its ``order`` in the record."""
-    return (f"MERGE (r:{RUN_LABEL} {{id: $id}}) SET r = $run "
+    properties, its old step nodes removed, then a node per step of ``steps``, each with its
+    ``order`` in the record.
+
+    ``run`` holds every property of a run, ``None`` for one it has not (no ``steps``), and is
+    laid over the node with ``+=``, where a null removes: ``SET r = $run`` removes the keys the
+    statement read before it got the node's lock, so of two processes recording one run at once
+    the second kept a property only the first wrote (a success with the failure's error)."""
+    return (f"MERGE (r:{RUN_LABEL} {{id: $id}}) SET r += $run "
             # ``CALL { WITH r ...}``, not ``CALL (r) {...}``: servers before 5.23 know only it.
             f"WITH r CALL {{ WITH r MATCH (r)-[:HAS_STEP]->(old:{STEP_LABEL}) "
             "DETACH DELETE old } "

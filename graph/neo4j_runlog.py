@@ -74,8 +74,9 @@ class Neo4jRunLog:
 def run_properties(run: RunRecord) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run node's properties and each step node's, as Neo4j stores them: the values are
     first made strict JSON, as the SQLite log writes them (a NaN or a lone surrogate a skill
-    printed is replaced), then the maps become JSON strings. A property that is None is
-    left out (Neo4j keeps no nulls)."""
+    printed is replaced), then the maps become JSON strings. The run's None values stay (they
+    remove the property, see :func:`graph.cypher.write_run`); a step's are left out (a step
+    node is always new)."""
     data = portable_record(run)
     steps = data.pop("steps")
     for key in _JSON_FIELDS:
@@ -86,7 +87,7 @@ def run_properties(run: RunRecord) -> tuple[dict[str, Any], list[dict[str, Any]]
         for key in _STEP_JSON_FIELDS:
             row[key] = json.dumps(row[key], ensure_ascii=False)
         step_rows.append({k: v for k, v in row.items() if v is not None})
-    return {k: v for k, v in data.items() if v is not None}, step_rows
+    return data, step_rows
 
 
 _RUN_FIELDS = frozenset(RunRecord.__dataclass_fields__) - {"steps"}

@@ -169,6 +169,39 @@ def test_runs_recorded_at_once_from_many_threads_are_all_kept(open_log: Opener) 
     assert all(r == a_run(r.id, started_at=r.started_at) for r in listed)
 
 
+def test_two_processes_recording_one_run_at_once_leave_one_whole_record(
+        open_log: Opener) -> None:
+    """A run recorded again (resumed, say) by two processes at the same moment: what is read
+    back is one of the two records, whole, never the steps of both."""
+    logs = [open_log(), open_log()]
+    versions = [a_run("same", status="failure"),
+                a_run("same", status="success", error=None,
+                      steps=tuple(replace(s, id=f"{s.id}-again", status="success")
+                                  for s in a_run().steps[:2]))]
+    for _ in range(10):
+        barrier = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def record(log: RunLog, run: RunRecord, barrier: threading.Barrier = barrier,
+                   errors: list[BaseException] = errors) -> None:
+            barrier.wait()
+            try:
+                log.record(run)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=record, args=pair)
+                   for pair in zip(logs, versions, strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        for log in logs:
+            assert log.get("same") in versions
+            assert [r.id for r in log.list()] == ["same"]
+
+
 # -- which log the engine uses ----------------------------------------------------------------
 
 def test_an_engine_on_a_store_without_a_log_of_its_own_keeps_runs_in_sqlite(

@@ -5,10 +5,11 @@ run log", draws the shapes); inputs, context and outputs are JSON strings, as th
 SQLite log, and status, timings and the sandbox flag are properties of their own, so Cypher can
 ask for them. Neither label belongs to the graph: a sync or a ``clear`` leaves runs alone.
 
-Recording is one statement in one managed write transaction (the driver retries it on transient
-failures): the run node is created or replaced, its old steps removed and the new ones written,
-so a reader sees the whole record as it was before or as it is after, never half of it. Reads are one round
-trip each. Failures are the store's :class:`~graph.errors.StoreError`, naming the server.
+Recording is one statement in one managed write transaction (the driver retries it on
+transient failures): the run node is created or replaced, its old steps removed and the new ones
+written, so a reader sees the whole record as it was before or as it is after, never half of
+it, and of two processes recording one run at once the last to commit wins whole. Reads are one
+round trip each. Failures are the store's :class:`~graph.errors.StoreError`, naming the server.
 
 >>> log = Neo4jStore.from_environment().run_log()      # doctest: +SKIP
 >>> log.record(record); log.get(record.id) == record   # doctest: +SKIP

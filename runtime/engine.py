@@ -43,6 +43,7 @@ from skillgrove.runtime.errors import (
     NotFoundError,
     unknown_context_field,
 )
+from skillgrove.runtime.limits import MAX_K, MIN_BUDGET
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -662,8 +663,8 @@ class Skillgrove:
         """The toolbox for ``request``: a group, or single skills with suggestions."""
         if not isinstance(request, str) or not request.strip():
             raise InvalidRequestError("request", "must be a non-empty string")
-        if not isinstance(k, int) or k < 1:
-            raise InvalidRequestError("k", "must be a positive integer")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidRequestError("k", f"must be a whole number from 1 to {MAX_K}")
         ctx = self.context(context)
         self._before_answer()
         with self._index_lock.read():
@@ -1123,7 +1124,7 @@ class Skillgrove:
     @staticmethod
     def _check_injection(budget: int | None, fmt: str) -> None:
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                                   or budget < 1):
+                                   or budget < MIN_BUDGET):
             raise InvalidRequestError("budget", "must be a positive number of tokens")
         if fmt not in ("markdown", "xml"):
             raise InvalidRequestError("format", "must be markdown or xml")

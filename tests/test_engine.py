@@ -90,7 +90,9 @@ def test_the_python_api_as_the_readme_shows_it(engine: Skillgrove, library: Path
 
 @pytest.mark.parametrize(("call", "error", "message"), [
     (lambda e: e.search(""), InvalidRequestError, "request: must be a non-empty string"),
-    (lambda e: e.search("x", k=0), InvalidRequestError, "k: must be a positive integer"),
+    (lambda e: e.search("x", k=0), InvalidRequestError, "k: must be a whole number from 1 to 50"),
+    (lambda e: e.search("x", k=51), InvalidRequestError,
+     "k: must be a whole number from 1 to 50"),
     (lambda e: e.skill("word-cont"), NotFoundError, "did you mean 'word-count'?"),
     (lambda e: e.plan("kpi-reprot"), NotFoundError, "did you mean 'kpi-report'?"),
     (lambda e: e.skill_file("word-count", "../secret"), NotFoundError, "no file '../secret'"),

@@ -27,10 +27,33 @@ from skillgrove.runtime.errors import CONTEXT_FIELDS, InvalidRequestError, unkno
 from skillgrove.runtime.limits import DEFAULT_K, MAX_K, MIN_BUDGET
 from skillgrove.skills.diagnostics import did_you_mean
 
-__all__ = ["DEFAULT_K", "MAX_K", "MIN_BUDGET", "AskRequest", "CompactToolbox", "Detail",
-           "Frozen", "FullToolbox", "GetRunRequest", "GetSkillRequest", "InjectRequest",
-           "NoArguments", "RequestContext", "RunGroupRequest", "RunSkillArguments",
-           "RunSkillRequest", "SearchArguments", "SearchRequest", "arguments_schema", "parse", "problems", "toolbox_output_schema"]
+__all__ = [
+    "DEFAULT_K",
+    "MAX_K",
+    "MIN_BUDGET",
+    "AskRequest",
+    "CompactToolbox",
+    "Detail",
+    "Frozen",
+    "FullToolbox",
+    "GetRunRequest",
+    "GetSkillRequest",
+    "InjectRequest",
+    "Injection",
+    "NoArguments",
+    "RequestContext",
+    "RunAnswer",
+    "RunGroupRequest",
+    "RunSkillArguments",
+    "RunSkillRequest",
+    "SearchArguments",
+    "SearchRequest",
+    "answer_schema",
+    "arguments_schema",
+    "parse",
+    "problems",
+    "toolbox_output_schema",
+]
 
 Detail = Literal["compact", "full"]
 _M = TypeVar("_M", bound=BaseModel)
@@ -315,6 +338,38 @@ class FullToolbox(BaseModel):
     group: dict[str, Any] | None
     skills: list[dict[str, Any]]
     detail: Literal["full"]
+
+
+class Injection(BaseModel):
+    """The context block (``inject``, ``POST /v1/inject``, an answer of ``ask``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(description="The block to put in the agent's prompt.")
+    tokens: int = Field(description="Its size in cl100k_base tokens.")
+    budget: int | None = Field(description="The budget it was built for, if any.")
+    level: str = Field(description="How far the budget made the block give up sections: "
+                                   "full, menu-names, no-menu, summaries, names, "
+                                   "no-step-outputs, shortened, described.")
+    left_out: list[str] = Field(description="What the budget left out, in words.")
+
+
+class RunAnswer(BaseModel):
+    """What ``run_group``, ``run_skill`` and a group's own tool answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    group: str = Field(description="The group id (skill:<name> for a skill run on its own).")
+    status: str = Field(description="success on an answer that is not an error.")
+    outputs: dict[str, Any]
+    error: str | None = None
+    run: dict[str, Any] = Field(description="The whole run record (get_run answers it too).")
+
+
+def answer_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """An answer model's JSON Schema (an MCP tool's outputSchema)."""
+    return model.model_json_schema(by_alias=True)
 
 
 def toolbox_output_schema() -> dict[str, Any]:

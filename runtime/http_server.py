@@ -121,6 +121,7 @@ from skillgrove.runtime.api import (
     SearchRequest,
     problems,
 )
+from skillgrove.runtime.api import Injection as InjectionView
 from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import answer_view, group_view, injection_view
 from skillgrove.skills.errors import SkillgroveError
@@ -429,14 +430,6 @@ class RunList(BaseModel):
     runs: list[RunView]
 
 
-class InjectionView(BaseModel):
-    text: str
-    tokens: int
-    budget: int | None
-    level: str = Field(description="How far the budget made the block give up sections: "
-                                   "full, menu-names, no-menu, summaries, names, "
-                                   "no-step-outputs, shortened, described.")
-    left_out: list[str]
 
 
 class AnswerView(BaseModel):

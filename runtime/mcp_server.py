@@ -108,12 +108,15 @@ from skillgrove.runtime.api import (
     DEFAULT_K,
     GetRunRequest,
     GetSkillRequest,
+    Injection,
     InjectRequest,
     NoArguments,
     RequestContext,
+    RunAnswer,
     RunGroupRequest,
     RunSkillArguments,
     SearchArguments,
+    answer_schema,
     arguments_schema,
     parse,
     toolbox_output_schema,
@@ -469,12 +472,7 @@ def _answer(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str,
 
 
 _STRING = {"type": "string"}
-_RUN_ANSWER = _answer({"run_id": _STRING, "group": _STRING,
-                       "status": {"type": "string", "description": "success on a tool result "
-                                  "that is not an error"},
-                       "outputs": {"type": "object"}, "error": {"type": ["string", "null"]},
-                       "run": {"type": "object", "description": "The run record."}},
-                      ["run_id", "group", "status", "outputs", "run"])
+_RUN_ANSWER = answer_schema(RunAnswer)
 _SKILL_ANSWER = {"type": "object", "anyOf": [
     _answer({"name": _STRING, "description": _STRING, "body": _STRING,
              "input_schema": {"type": "object"}, "runnable": {"type": "boolean"},
@@ -486,10 +484,7 @@ _SKILL_ANSWER = {"type": "object", "anyOf": [
 _RECORD_ANSWER = _answer({"id": _STRING, "group": _STRING, "status": _STRING,
                           "outputs": {"type": "object"}, "steps": {"type": "array"}},
                          ["id", "group", "status"])
-_INJECT_ANSWER = _answer({"text": _STRING, "tokens": {"type": "integer"},
-                          "budget": {"type": ["integer", "null"]}, "level": _STRING,
-                          "left_out": {"type": "array", "items": _STRING}},
-                         ["text", "tokens", "budget", "level", "left_out"])
+_INJECT_ANSWER = answer_schema(Injection)
 _GROUPS_ANSWER = _answer({"groups": {"type": "array", "items": {"type": "object"}}},
                          ["groups"])
 

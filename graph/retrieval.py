@@ -51,6 +51,7 @@ from skillgrove.graph.indexer import GENERATION_KEY
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
 from skillgrove.graph.planner import (
     Join,
+    Part,
     data_flow_edges,
     plan_edges,
     request_parts,
@@ -191,6 +192,10 @@ class RetrievalConfig:
     part_ratio: float = 0.5
     """A part of the request gets a skill of its own only when that skill's evidence reaches
     this share of the best part's: a part that matches nothing well is a detail of another."""
+    task_cover: float | None = 0.5
+    """A request that states tasks in turn ("..., then ...") gets a group only when the group
+    covers at least this share of them (see ``Retriever._with_task_cover``); otherwise a
+    toolbox composed for the tasks answers (None: off)."""
     part_whole_depth: int = 10
     """A part of a list (not one added with "then", "also", "after that") gets a skill of its
     own only when the whole request ranks that skill among this many: a clause that is a
@@ -324,7 +329,8 @@ class Retriever:
                     if stand_in is not None:
                         reason, group = stand_in.reason, None
             if group is not None:
-                reason = self.one_skill_fits_better(group, skills) or self.unsupported(
+                group = self._with_task_cover(request, group, context, k, weight)
+                reason = self.one_skill_fits_better(group, skills, request) or self.unsupported(
                     group, skills, candidates)
                 if reason is not None:
                     group = None
@@ -416,6 +422,22 @@ class Retriever:
             reads.derived[key] = rankings
         return list(reads.derived[key])
 
+    def _with_task_cover(self, request: str, group: GroupChoice, context: RequestContext,
+                         k: int, weight: float | None) -> GroupChoice:
+        """``group`` with ``tasks_covered`` in its explanation, (how many, of how many), when
+        the request states tasks in turn: a task is covered when its best skill is one of
+        the group's steps (``unsupported`` reads it)."""
+        segments = task_segments(request_parts(request))
+        if len(segments) < 2:
+            return group
+        rankings = self._part_rankings(request, context, k, weight)
+        members = set(group.members)
+        covered = sum(1 for ranking in self._segment_rankings(
+            request, segments, rankings, context, k, weight)
+            if ranking and ranking[0].id in members)
+        return replace(group, explanation={**group.explanation,
+                                           "tasks_covered": (covered, len(segments))})
+
     def _segment_rankings(self, request: str, segments: Sequence[Sequence[int]],
                           rankings: Sequence[list[ScoredSkill]], context: RequestContext,
                           k: int, weight: float | None) -> list[list[ScoredSkill]]:
@@ -453,7 +475,7 @@ class Retriever:
         A clause of a list that none of those answers (none among its first
         ``PART_COVER_DEPTH``) adds its own best skill when that clears ``select_min`` and
         ``part_ratio`` of the best part's, and the whole request ranks it among its first
-        ``part_whole_depth``."""
+        ``part_whole_depth`` and it fits the whole request (``fits``)."""
         rankings = self._part_rankings(request, context, k, weight)
         if not rankings:
             return None
@@ -464,12 +486,7 @@ class Retriever:
         # segment (its part and the list after it) gets its best skill, as a request of its
         # own would. A request with no sequencing word is one task: what the whole request
         # selects stays, each skill answering the part that ranks it highest.
-        segments: list[list[int]] = []
-        for index, part in enumerate(parts):
-            if not segments or part.join is Join.SEQUENCE:
-                segments.append([index])
-            else:
-                segments[-1].append(index)
+        segments = task_segments(parts)
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
         if len(segments) > 1:
             for segment, ranking in zip(segments, self._segment_rankings(
@@ -485,7 +502,7 @@ class Retriever:
                 chosen[sid] = min(ranks)[1]
         # Then the clauses of a list ("the forecast, the current weather and the time zone")
         # that no chosen skill answers (none among their first ``PART_COVER_DEPTH``).
-        agreed = {s.id for s in whole[:self.config.part_whole_depth]}
+        agreed = {s.id: s for s in whole[:self.config.part_whole_depth]}
         heads = {segment[0] for segment in segments}
         for index, ranking in enumerate(rankings):
             if index in heads and len(segments) > 1:
@@ -497,12 +514,13 @@ class Retriever:
             if found is None:
                 continue
             best, evidence = found
-            # A part is short: its embedding comes nearer anything than a whole request's,
-            # so its skill must fit by the hybrid score (``select_min``), and a clause may be
-            # a detail of the task ("... and version 2.3"): the whole request must rank its
-            # skill too.
+            # A part is short: its words and embedding come near many skills, so its skill
+            # must fit by the hybrid score (``select_min``), and a clause may be a detail of
+            # the task ("... and version 2.3"): the skill must also be among the whole
+            # request's first and fit it ("its time zone" alone comes near a transcript
+            # parser; the request about the weather does not).
             if evidence >= max(floor, self.config.select_min) and best.id not in chosen \
-                    and best.id in agreed:
+                    and best.id in agreed and self.fits(agreed[best.id]):
                 chosen[best.id] = index
         if len(chosen) < 2:
             return None
@@ -832,6 +850,11 @@ class Retriever:
         matched by the domain's words alone ("search a title, then fetch its details" for
         every request about films) is left for the skills the request names."""
         cfg = self.config
+        cover = group.explanation.get("tasks_covered")
+        if cfg.task_cover is not None and isinstance(cover, tuple) \
+                and cover[0] < cfg.task_cover * cover[1]:
+            return (f"the group '{group.name}' covers {cover[0]} of the {cover[1]} tasks the "
+                    "request states")
         if not skills or not self.fits(skills[0]) or "gloss" in skills[0].explanation:
             return None
         top = skills[0]
@@ -851,16 +874,20 @@ class Retriever:
                 f"{depth} skills that fit the request best (first: '{top.name}')")
 
     def one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
-                               ) -> str | None:
+                               request: str = "") -> str | None:
         """Why the answer is one skill rather than ``group``, or None when the group stands.
 
         A group wins only when the request needs what the group does. It does not when the
         best single skill explains the request at least as well as the whole group does
         (``single_skill_margin``), nor when that skill is one of the group's steps, nearly as
         good as the group and far ahead of every other step (``single_step_lead``): either
-        way the group's other steps are work nobody asked for."""
+        way the group's other steps are work nobody asked for. A request that states several
+        tasks in turn ("check the invoice and add it to the ledger, then email finance") asks
+        for more than one skill: there the group's cover of those tasks decides
+        (``unsupported``), not this rule."""
         cfg = self.config
-        if not skills or not self.fits(skills[0]):
+        if not skills or not self.fits(skills[0]) or (request and stated_order(
+                request_parts(request))):
             return None
         top = skills[0]
         if "gloss" in top.explanation:
@@ -1810,6 +1837,19 @@ def weigh_final_steps(candidates: Sequence[tuple[float, Sequence[tuple[float, fl
             best = (score, at, evidence)
     assert best is not None, "no candidates"
     return best[1], best[2]
+
+
+def task_segments(parts: Sequence[Part]) -> list[list[int]]:
+    """The tasks of a request as lists of its parts' indexes: a part added with a sequencing
+    word ("then", "also", "after that") starts a task, and the list clauses after it belong
+    to it."""
+    segments: list[list[int]] = []
+    for index, part in enumerate(parts):
+        if not segments or part.join is Join.SEQUENCE:
+            segments.append([index])
+        else:
+            segments[-1].append(index)
+    return segments
 
 
 EVIDENCE_WORDS = {"declared": "declared prerequisites", "stated": "the order the request states",

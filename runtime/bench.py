@@ -512,7 +512,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
                 out.append((-1.0, -1.0, with_group, without))
                 continue
             skills = list(toolbox.skills)
-            replaced = judge.one_skill_fits_better(group, skills) or judge.unsupported(
+            replaced = judge.one_skill_fits_better(group, skills, toolbox.request) or judge.unsupported(
                 group, skills, toolbox.group_candidates)
             confidence = float(group.explanation.get("router", 1.0))
             out.append((-1.0 if replaced else group.score, confidence, with_group, without))
@@ -667,6 +667,8 @@ STAGES: dict[str, tuple[str, dict[str, Any]]] = {
                   {"single_skill_margin": 1.0, "single_step_lead": 1.0}),
     "support": ("a group needs no step among the request's best skills",
                 {"group_support_depth": None, "top_in_a_group": False}),
+    "task-cover": ("a group need not cover the tasks a request states in turn",
+                   {"task_cover": None}),
     "final-steps": ("the router alone ranks groups (no evidence from their final steps)",
                     {"target_weight": 0.0}),
     "siblings": ("no sibling comparison between groups named alike", {"sibling_weight": 0.0}),

@@ -198,6 +198,14 @@ TRIED = [
     # Two parts, the second known to follow the first (a group sends archives by mail).
     ("zip up these three files and email them to Bob", None, ["zip-files", "send-email"],
      [("zip-files", "send-email")]),
+    # Three clauses, none of which the library serves: short clauses come near unrelated
+    # skills ("its time zone" and a transcript parser), which the whole request does not.
+    ("get the weather forecast for Paris, its current weather and its time zone", None, [],
+     []),
+    # Tasks stated in turn: the best skill alone (a step of the group) does not replace it.
+    ("check this invoice and add it to the ledger, then email finance",
+     "group:invoice-to-ledger", ["pdf-to-text", "file-checksum", "extract-invoice-fields",
+                                 "validate-invoice", "append-ledger-row", "send-email"], None),
 ]
 
 

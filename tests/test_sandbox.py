@@ -376,6 +376,43 @@ def test_a_network_skill_never_reaches_the_hosts_loopback(tmp_path: Path) -> Non
     assert boxed.outputs["reached"][f"10.0.2.2:{port}"].startswith("denied"), boxed.outputs
 
 
+def _my_slirps() -> list[int]:
+    """slirp4netns processes that are children of this process."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            if comm == "slirp4netns" and int(rest.split()[1]) == os.getpid():
+                found.append(int(name))
+    return found
+
+
+def test_a_network_skill_and_its_slirp4netns_end_at_the_timeout(tmp_path: Path) -> None:
+    import time
+
+    where = write_skill(tmp_path / "lib", "waiter", """
+        ---
+        name: waiter
+        description: Holds its network and never answers.
+        effects: [network]
+        entrypoint: {command: [sh, run.sh]}
+        ---
+        b
+        """)
+    (where.parent / "run.sh").write_text("setsid sleep 60 & sleep 60\n")
+    skill = load_skill(where, tmp_path / "lib").skill
+    assert skill is not None
+    started = time.monotonic()
+    result = execute(skill, {}, timeout=2)
+    assert result.outcome.value == "timeout", result.error
+    assert time.monotonic() - started < 6
+    assert _my_slirps() == []
+
+
 def test_a_network_skill_refuses_without_slirp4netns(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # Never a silent fall back to the host's network.

@@ -193,7 +193,7 @@ def test_a_second_process_searches_without_rebuilding(tmp_path: Path,
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SKILLGROVE_CACHE": str(tmp_path / "c2")}
     result = subprocess.run(
         [sys.executable, "-m", "skillgrove.runtime.cli", "search", "--index", str(index_dir), "--json",
-         "make the weekly KPI report from this CSV and mail it to the team"],
+         "--detail", "full", "make the weekly KPI report from this CSV and mail it to the team"],
         capture_output=True, text=True, cwd=REPO, env=env, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     toolbox = json.loads(result.stdout)

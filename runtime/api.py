@@ -245,15 +245,15 @@ def problems(errors: Sequence[Mapping[str, Any]], strip: tuple[str, ...] = ()
     return out
 
 
-def parse(model: type[_M], data: Mapping[str, Any]) -> _M:
-    """``data`` as ``model``; a mistake is an :class:`InvalidRequestError` naming the field,
-    worded as the HTTP API words it."""
+def parse(model: type[_M], data: Mapping[str, Any], at: str = "") -> _M:
+    """``data`` as ``model``; a mistake is an :class:`InvalidRequestError` naming the field
+    (below ``at``, e.g. ``context``), worded as the HTTP API words it."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
         found = problems(exc.errors())
-        raise InvalidRequestError(found[0]["field"], found[0]["message"].split(": ", 1)[1]
-                                  ) from None
+        field = ".".join(part for part in (at, found[0]["field"]) if part)
+        raise InvalidRequestError(field, found[0]["message"].split(": ", 1)[1]) from None
 
 
 # -- answers ----------------------------------------------------------------------------------

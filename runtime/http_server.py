@@ -119,10 +119,11 @@ from skillgrove.runtime.api import (
     RequestContext,
     RunSkillRequest,
     SearchRequest,
+    parse,
     problems,
 )
 from skillgrove.runtime.api import Injection as InjectionView
-from skillgrove.runtime.errors import EngineError, InvalidRequestError
+from skillgrove.runtime.errors import CONTEXT_FIELDS, EngineError, InvalidRequestError
 from skillgrove.runtime.views import answer_view, group_view, injection_view
 from skillgrove.skills.errors import SkillgroveError
 
@@ -169,20 +170,23 @@ InjectBody = InjectRequest
 SkillRunBody = RunSkillRequest
 
 
+_RUN_CONTEXT = ("What you already know, as search takes it: {values: {team_email: ...}}; the "
+                "steps read each value as context.<name>. (A flat object of those values is "
+                "still read as they are.)")
+
+
 class PlanBody(_Body):
     inputs: dict[str, Any] | None = None
-    context: dict[str, Any] | None = Field(
-        default=None, description="The execution context the steps read as context.<name>.")
+    context: dict[str, Any] | None = Field(default=None, description=_RUN_CONTEXT)
 
 
 class RunBody(_Body):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"inputs": {"pdf_path": "samples/quarterly_report.pdf"},
-         "context": {"team_email": "team@example.com", "report_name": "Q3"}}]})
+         "context": {"values": {"team_email": "team@example.com", "report_name": "Q3"}}}]})
 
     inputs: dict[str, Any] | None = Field(default=None, description="The group's inputs.")
-    context: dict[str, Any] | None = Field(
-        default=None, description="The execution context the steps read as context.<name>.")
+    context: dict[str, Any] | None = Field(default=None, description=_RUN_CONTEXT)
     resume: str | None = Field(
         default=None, description="A run id whose successful steps are reused; its inputs and "
                                   "context apply unless given here.")
@@ -914,7 +918,8 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                  responses=_errors(400, 404))
     def plan(group_id: GroupId, body: PlanBody | None = None) -> Response:
         given = body or PlanBody()
-        return _JSON(dataclasses.asdict(engine.plan(group_id, given.inputs, given.context)))
+        return _JSON(dataclasses.asdict(engine.plan(group_id, given.inputs,
+                                                    _execution_context(given.context))))
 
     @router.post("/groups/{group_id}/runs", status_code=201, tags=["runs"],
                  response_model=RunView, responses=_RUN_RESPONSES,
@@ -923,7 +928,8 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                         body: RunBody | None = None) -> Response:
         given = body or RunBody()
         return await _run_response(request, lambda on_event: engine.run(
-            group_id, given.inputs, given.context, on_event=on_event, resume=given.resume,
+            group_id, given.inputs, _execution_context(given.context), on_event=on_event,
+            resume=given.resume,
             confirm=given.confirm))
 
     @router.get("/runs", response_model=RunList, tags=["runs"], summary="Recent runs")
@@ -940,6 +946,19 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
 
 def _source(body: _GroupSourceBody) -> authoring.Source:
     return authoring.Source(text=body.text, document=body.document, edits=body.edits)
+
+
+def _execution_context(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a run reads as ``context``: the ``values`` of the one context shape (as search
+    takes it), or, from a body in the older flat shape, the object as it is (the studio's run
+    form still sends that, #29). A context made only of values, recent_skills and conversation
+    is the one shape; before, its values were not seen and steps reading them were skipped."""
+    if context is None:
+        return None
+    if context and set(context) <= set(CONTEXT_FIELDS) \
+            and isinstance(context.get("values", {}), Mapping):
+        return dict(parse(RequestContext, context, at="context").values or {})
+    return dict(context)
 
 
 def _context(body: RequestContextBody | None) -> dict[str, Any] | None:

@@ -233,6 +233,26 @@ def test_a_context_has_one_shape_and_a_flat_one_is_refused(client: httpx.Client,
     assert error["message"] == "context.value: unknown field (did you mean 'values'?)"
 
 
+def test_a_run_reads_the_values_of_the_search_context_shape(client: httpx.Client,
+                                                             server: Server) -> None:
+    values = {"team_email": "values@larkspur.example", "report_name": "Values shape"}
+    run = client.post("/v1/groups/report-analysis/runs", json={
+        "inputs": {"pdf_path": REPORT}, "confirm": True,
+        "context": {"values": values, "recent_skills": ["pdf-to-text"]}}).json()
+    assert run["status"] == "success"
+    assert [s["status"] for s in run["steps"] if s["id"] == "notify"] == ["success"]
+    assert any("values@larkspur.example" in p.read_text() for p in server.outbox.glob("*.eml"))
+    plan = client.post("/v1/groups/report-analysis/plan", json={
+        "inputs": {"pdf_path": REPORT}, "context": {"values": values}}).json()
+    notify = next(s for s in plan["steps"] if s["id"] == "notify")
+    assert notify["inputs"]["to"] == "values@larkspur.example"
+    wrong = client.post("/v1/groups/report-analysis/runs", json={
+        "inputs": {"pdf_path": REPORT}, "confirm": True,
+        "context": {"values": values, "recent_skills": "pdf-to-text"}})
+    assert assert_error(wrong, 422, "invalid_request")["details"]["field"] == \
+        "context.recent_skills"
+
+
 def test_concurrent_searches_are_served_side_by_side(client: httpx.Client,
                                                      server: Server) -> None:
     results: list[int] = []

@@ -1014,12 +1014,22 @@ class Skillgrove:
         return {effect: names for effect, names in effects.items()
                 if effect not in self.allow_effects}
 
+    def _run_context(self, context: Mapping[str, Any] | None) -> dict[str, Any]:
+        """What a run reads as ``context``: the values of the one context shape (``{"values":
+        {...}, "recent_skills": [...], ...}``, as search takes it), else the flat object of
+        values as it is."""
+        given = _mapping("context", context)
+        if given and set(given) <= set(CONTEXT_FIELDS) \
+                and isinstance(given.get("values", {}), Mapping):
+            return dict(self.context(given).values)
+        return given
+
     def plan(self, group: str, inputs: Mapping[str, Any] | None = None,
              context: Mapping[str, Any] | None = None) -> Plan:
         """How ``group`` would run with these inputs: levels, resolved ``with``, skips."""
         found = self.group(group)
         return self._runner(None).plan(found.id, _mapping("inputs", inputs),  # type: ignore[no-any-return]
-                                       _mapping("context", context))
+                                       self._run_context(context))
 
     def run(self, group: str, inputs: Mapping[str, Any] | None = None,
             context: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
@@ -1042,7 +1052,7 @@ class Skillgrove:
         previous = self.get_run(resume) if resume else None
         given_inputs = _mapping("inputs", inputs) if inputs is not None or previous is None \
             else None
-        given_context = _mapping("context", context) if context is not None \
+        given_context = self._run_context(context) if context is not None \
             or previous is None else None
         return self._runner(on_event, stop=stop).run(  # type: ignore[no-any-return]
             found.id, given_inputs, given_context, resume=previous, request=request)

@@ -4,11 +4,11 @@ The HTTP API's bodies and responses, the MCP tools' input and output schemas and
 limits all come from here, so a limit (``MAX_K``) or a field's meaning is written down once.
 Requests are frozen pydantic models that refuse an unknown field with a did-you-mean::
 
-    >>> SearchRequest.model_validate({"request": "zip and mail", "detail": "full"}).detail
+    >>> SearchArguments.model_validate({"request": "zip and mail", "detail": "full"}).detail
     'full'
-    >>> SearchRequest.model_validate({"requets": "x"})
+    >>> parse(SearchRequest, {"requets": "x"})
     Traceback (most recent call last):
-    pydantic_core._pydantic_core.ValidationError: ... unknown field (did you mean 'request'?)
+    skillgrove.runtime.errors.InvalidRequestError: requets: unknown field (did you mean 'request'?)
 
 Answers: :class:`CompactToolbox` is the toolbox an agent reads by default (what to use, in what
 order, with which inputs, and why); the full view (``detail="full"``) is the same toolbox with

@@ -165,10 +165,11 @@ skillgrove keeps groups (validated pipelines of skills that together solve a rec
 next to the skills themselves.
 1. Call search_toolbox with the user's request (and, in context.values, what you already know,
    e.g. file paths or addresses). It returns a group or, when none fits, single skills.
-2. A group: run it with run_group (or its own group_* tool) and the inputs its schema lists;
-   progress arrives as notifications. Single skills: read their instructions with get_skill
-   (or the skill://<name>/SKILL.md resource) and follow them; executable ones run with
-   run_skill.
+2. A group: run it with run_group (or its own group_* tool) and the inputs its schema lists,
+   with the same context ({"values": {...}}); progress arrives as notifications. A group with
+   side effects (sending mail, ...) runs only with confirm: true: ask the user first.
+   Single skills: read their instructions with get_skill (or the skill://<name>/SKILL.md
+   resource) and follow them; executable ones run with run_skill.
 3. inject returns a context block (results and the instructions still needed) within a token
    budget. Give paths as absolute paths: the server resolves relative ones against its own
    working directory.

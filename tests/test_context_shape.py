@@ -3,8 +3,6 @@ reads ``context.values`` as ``${{ context.<key> }}`` (a flat object of values st
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from skillgrove import InvalidRequestError, Skillgrove

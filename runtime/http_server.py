@@ -10,9 +10,13 @@ Endpoints (the OpenAPI description is at ``/openapi.json``, browsable at ``/docs
     GET  /readyz                           200 when the index is ready, else 503; the body is
                                            the engine's health (groups serving a last good
                                            version are listed under broken_groups)
-    POST /v1/search                        {request, context?, k?} -> the toolbox
-    POST /v1/ask                           {request, context?, inputs?, budget?, format?} ->
-                                           toolbox, run (when a group ran), injection, notes
+    POST /v1/search[?detail=full]          {request, context?, k?} -> the toolbox: compact
+                                           (what to use, in what order, with which inputs,
+                                           why) or full (every score and explanation)
+    POST /v1/ask[?detail=full]             {request, context?, inputs?, budget?, format?,
+                                           confirm?, plan_only?} -> toolbox, run (when a
+                                           group ran), injection, notes, plan,
+                                           needs_confirmation
     POST /v1/inject                        {request?, run_id?, context?, budget?, format?} ->
                                            text, tokens, budget, level, left_out
     GET  /v1/skills                        every loaded skill
@@ -52,6 +56,11 @@ bad inputs) is refused with an ordinary error response before the stream opens; 
 failure during the run ends the stream with an ``event: error`` frame. A client that hangs up
 does not stop the run: it finishes and is recorded (``GET /v1/runs/{run_id}``). Relative paths
 in inputs are the server's: they resolve against its working directory, as in ``skillgrove run``.
+
+**Requests** are the models of :mod:`skillgrove.runtime.api` (the MCP tools take the same):
+frozen, an unknown field refused with a did-you-mean, the limits written once. A ``context`` has
+one shape, ``{values, recent_skills, conversation}``; a run's steps read its ``values`` as
+``context.<key>`` (a run or plan body may still send a flat object of values).
 
 **Errors** all have one shape, ``{"error": {"code", "message", "details"}}``:
 

@@ -84,20 +84,27 @@ def test_a_run_started_on_one_server_is_listed_resumed_and_injected_from_the_oth
 def test_co_use_is_learned_from_the_runs_of_both_servers(
         servers: tuple[Server, Server], store: Neo4jStore, tmp_path: Path) -> None:
     """Each server runs the report group once; a re-index by a third process counts both runs
-    in the CO_USED weight of each pair the group's steps used together."""
+    in the CO_USED weight of each pair the group's steps used together, and in the group's
+    quality statistics."""
     from skillgrove import Skillgrove
+
+    def succeeded() -> int:
+        group = store.node("group:report-analysis")
+        assert group is not None
+        return int(group.data.get("stats", {}).get("succeeded", 0))
 
     ids = {n.name: n.id for n in store.nodes(NodeKind.SKILL)}
     pair = tuple(sorted((ids["pdf-to-text"], ids["extract-metrics"])))
     with Skillgrove([LIBRARY], store="neo4j", index=tmp_path / "third") as third:
         third.index()  # learns from the runs so far (the other test's, when it ran first)
-        before = co_used(store).get(pair, 0.0)  # type: ignore[call-overload]
+        before, succeeded_before = co_used(store).get(pair, 0.0), succeeded()  # type: ignore[call-overload]
         for server in servers:
             response = httpx.post(server.url + "/v1/groups/report-analysis/runs",
                                   json=REPORT_RUN, timeout=120)
             assert response.status_code == 201 and response.json()["status"] == "success"
         third.index()
     assert co_used(store)[pair] == before + 2.0  # type: ignore[index]
+    assert succeeded() == succeeded_before + 2
 
 
 # -- one library state per team ---------------------------------------------------------------

@@ -21,7 +21,7 @@ replica count and transport:
 * **re-index**: a new group file is written into the shared folder and every replica is asked
   for its request every 50 ms until it answers with the new group; reported are the time from
   the write to the last replica's first such answer, and from the first re-index committing
-  (the store's library fingerprint changing, polled between the searches) to the same — the
+  (the store's library fingerprint changing, watched every 20 ms) to the same — the
   second must stay within ``--visible-within``. Each replica's watcher sees the file; the
   first re-index to commit writes the graph (syncs are serialized by the store's lock node), the
   others find the store already indexed from these files and load them without writing.
@@ -226,23 +226,35 @@ async def _runs_across_mcp(replicas: list[Replica]) -> int:
 def reindex_seen_by_all(transport: str, replicas: list[Replica], library: Path, gid: str,
                         limit: float, uri: str) -> tuple[float | None, float | None]:
     """Seconds from writing a new group file to the last replica answering with it, and from
-    the first re-index of it committing (the store's library fingerprint changing, polled
-    between the searches) to the same (None: not within ``limit``). The file is removed again
-    afterwards."""
+    the first re-index of it committing (the store's library fingerprint changing, watched
+    every 20 ms by a thread of its own) to the same (None: not within ``limit``). A replica's
+    answer is noticed at the end of a round of searches, so both figures err long. The file is
+    removed again afterwards."""
+    import threading
+
     from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
 
     store = Neo4jStore.from_config(Neo4jConfig(uri=uri))
     indexed = store.get_meta("library_fingerprint")
+    committed: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if store.get_meta("library_fingerprint") != indexed:
+                committed.append(time.perf_counter())
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     path = library / "groups" / f"{gid}.yaml"
     asks = [search_of(transport, replica.url) for replica in replicas]
     path.write_text(textwrap.dedent(PROBE_GROUP.format(gid=gid, request=PROBE_REQUEST))
                     .lstrip(), encoding="utf-8")
     written = time.perf_counter()
-    committed: float | None = None
     pending = set(range(len(replicas)))
     while pending and time.perf_counter() - written < limit:
-        if committed is None and store.get_meta("library_fingerprint") != indexed:
-            committed = time.perf_counter()
         for number in sorted(pending):
             try:
                 if asyncio.run(asks[number](PROBE_REQUEST)) == gid:
@@ -252,12 +264,14 @@ def reindex_seen_by_all(transport: str, replicas: list[Replica], library: Path, 
         if pending:
             time.sleep(0.05)
     last = time.perf_counter()
+    done.set()
+    watcher.join()
     store.close()
     path.unlink()
     time.sleep(2.0)  # the removal is re-indexed before the replicas stop
-    if pending:
+    if pending or not committed:
         return None, None
-    return last - written, (last - committed if committed is not None else 0.0)
+    return last - written, last - committed[0]
 
 
 # -- the run log's cost -----------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Each test copies the samples into its own ``tmp_path``, runs one group there (relative paths are
 resolved against ``RunOptions.workdir``), and checks the group's outputs against the sample data
-and what reached a real SMTP server (aiosmtpd on 127.0.0.1). The SMTP settings reach
+and what reached a real SMTP server (aiosmtpd). Skills run in the sandbox, whose network is
+outward only, so the server listens on this machine's outward address as any mail relay on the
+network would (127.0.0.1 is never reached from the sandbox). The SMTP settings reach
 ``send-email`` only through the executor's ``environ``, as the variables it declares under
 ``entrypoint.env``; HOME, TMPDIR and SKILLGROVE_OUTBOX point into ``tmp_path`` too, so a run
 writes nothing outside it (the module checks that the library folder is left untouched).
@@ -116,16 +118,31 @@ class GroupRun:
         return mail
 
 
+def _outward_address() -> str:
+    """This machine's address on its default route (a UDP socket's connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.254", 9))
+        except OSError:
+            return ""
+        address = str(probe.getsockname()[0])
+    return "" if address.startswith("127.") else address
+
+
 @pytest.fixture(scope="module")
 def smtp() -> Iterator[SmtpServer]:
+    host = _outward_address()
+    if not host:
+        pytest.fail("no outward network address: the sandboxed mail skill could not reach any "
+                    "SMTP server from here")
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         port = int(probe.getsockname()[1])
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller = Controller(inbox, hostname=host, port=port)
     controller.start()
     try:
-        yield SmtpServer(inbox, "127.0.0.1", port)
+        yield SmtpServer(inbox, host, port)
     finally:
         controller.stop()
 

@@ -147,7 +147,7 @@ function Library({ groups, drafts, skills, onOpen, onApprove, onDiscard }) {
   const search = async (e) => {
     e.preventDefault();
     if (!request.trim()) return;
-    try { setToolbox(await call("POST", "search", { request })); setSearchError(null); }
+    try { setToolbox(await call("POST", "search?detail=full", { request })); setSearchError(null); }
     catch (exc) { setSearchError(exc.message); }
   };
   return (

@@ -1527,8 +1527,10 @@ class Retriever:
         """Whether ``skill`` fits the request on its own: its embedding comes within
         ``FIT_COSINE_SLACK`` of ``fit_min_cosine`` (words alone do not make a fit: "order
         pizza for the team" and a tracker of teams' issues), and its score reaches
-        ``select_min`` or its embedding ``fit_min_cosine``. A request mostly in CJK script,
-        whose embedding says little, is judged by its score alone."""
+        ``select_min`` or its embedding ``fit_min_cosine`` with a word of the request in the
+        skill's text (an embedding alone does not make a fit either: "how tall is mount
+        everest" and a web3 project builder, cosine 0.20, no word in common). A request mostly
+        in CJK script, whose embedding says little, is judged by its score alone."""
         cfg = self.config
         cosine = skill.explanation.get("vector")
         if cfg.fit_min_cosine is None or not isinstance(cosine, float) \
@@ -1537,7 +1539,8 @@ class Retriever:
         if cosine < cfg.fit_min_cosine - FIT_COSINE_SLACK:
             # Words alone ("order pizza for the team" and a tracker for teams' issues).
             return False
-        return skill.score >= cfg.select_min or cosine >= cfg.fit_min_cosine
+        return skill.score >= cfg.select_min or (
+            cosine >= cfg.fit_min_cosine and bool(skill.explanation.get("lexical")))
 
     def _answering(self, ids: Sequence[str]) -> list[str]:
         """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced

@@ -95,3 +95,29 @@ def test_chinese_requests_find_english_skills_through_the_gloss(
     assert without <= len(CHINESE_FOR_ENGLISH) - 2, "the gloss should find what words cannot"
     top = glossed.search("分析这次会议的记录，总结大家的发言习惯", k=5).skills[0]
     assert "meeting" in top.explanation["gloss"]  # the explanation shows the translation
+
+
+# Off the corpus's topics: the best skill comes near the embedding bar (cosine 0.20-0.25) while
+# sharing no word with the request, or shares a word and nothing else ("team").
+NOTHING_FITS = [
+    "how tall is mount everest",
+    "what is the capital of australia",
+    "order pizza for the team",
+    "tell me a joke about penguins",
+    "remind me to water the plants",
+]
+# On topic, with low scores of their own (0.18-0.29): each still gets a skill.
+SOMETHING_FITS = [
+    "analyze this csv and chart the monthly sales",
+    "translate this document into spanish",
+    "make a pitch deck from these notes",
+]
+
+
+def test_a_request_off_every_skill_selects_nothing(corpus_store: EmbeddedStore,
+                                                   encoder: CachedEncoder) -> None:
+    retriever = Retriever(corpus_store, encoder)
+    chosen = {request: retriever.search(request, k=5).selected for request in NOTHING_FITS}
+    assert not any(chosen.values()), chosen
+    kept = {request: retriever.search(request, k=5).selected for request in SOMETHING_FITS}
+    assert all(kept.values()), kept

@@ -41,8 +41,10 @@ LIBRARY = REPO / "library"
 REPORT_REQUEST = "summarize the quarterly report PDF and email the key numbers to my team"
 BUILTIN_TOOLS = {"search_toolbox", "get_skill", "run_group", "run_skill", "get_run", "inject",
                  "list_groups"}
-LIVE_DEADLINE = 2.0
-"""Seconds between a file change and the server serving it."""
+LIVE_DEADLINE = 15.0
+"""Seconds this test waits between a file change and the server serving it. The change is
+seen within a second or two on a quiet machine; the test checks that it is seen, not how
+fast, and the test suite runs on two loaded cores (at 2 s it failed there now and then)."""
 
 _T = TypeVar("_T")
 

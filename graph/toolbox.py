@@ -103,7 +103,10 @@ class Toolbox:
             return said
         chosen = [names.get(sid, sid) for sid in self.selected]
         if self.fallback_reason and "composed: " in self.fallback_reason:
-            return self.fallback_reason
+            # The planner's sentence, not every note the stages before it left ("the request
+            # asks for 2 things; 2 skills answer them"): the order and what gave it.
+            planned = self.fallback_reason[self.fallback_reason.index("composed: "):]
+            return f"no group covers all of the request; {planned}"
         why = f"{self.fallback_reason}; " if self.fallback_reason else ""
         if not chosen:
             return why + "nothing in the library fits this request"

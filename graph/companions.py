@@ -9,17 +9,25 @@ Four sources, strongest first; each companion says which one put it there and wh
 - ``mentions``: the skill's description or instructions name the other (or the other's name
   it). A name with a hyphen, an underscore or a space (``scientific-schematics``) counts
   wherever it stands as a whole word. A one-word name (``pdf``, ``linear``, ``connect``) counts
-  only in a form that means the skill: ``the pdf skill``, ``pdf/SKILL.md``, ``../pdf``,
-  ``skills/pdf/``, ``superpowers:pdf``, or ``use pdf`` closing a clause ("for tables use
-  polars;"). Backticks alone are not enough: they mark code (```matplotlib```, ```.pdf```) as
-  often as skills. A clause that says ``instead``, ``not``, ``never`` or ``rather than`` names a
-  substitute or a skill to avoid, and does not count; nor does a skill's own name spelled
-  another way (``Zoho Desk Automation`` in ``zoho_desk-automation``). A compound name found
-  bare in more than ``common_share`` of the library's texts (and in at least ``common_min``)
-  is a common word: only its strong forms count.
+  only in a form that means the skill: ``the pdf skill`` (not ``a pdf skill``, a kind of
+  skill in an example), ``pdf/SKILL.md``, ``../pdf``, ``skills/pdf/``, ``superpowers:pdf``,
+  ``use pdf`` closing a clause ("for tables use polars;"), or after words saying two tools
+  work together ("complements Scanpy", "integration with scanpy", "combine with matplotlib";
+  not "integrates with XLSX files"). Backticks alone are not enough: they mark code
+  (```matplotlib```, ```.pdf```) as often as skills. A clause that says ``instead``, ``not``,
+  ``never`` or ``rather than`` names a substitute or a skill to avoid, and does not count; nor
+  does a skill's own name spelled another way (``Zoho Desk Automation`` in
+  ``zoho_desk-automation``). A compound name found bare in more than ``common_share`` of the
+  library's texts (and in at least ``common_min``) is a common word: only its strong forms
+  count. A sibling in the same folder is also named by what it does, followed by ``skill``:
+  "select an available image generation skill" names ``baoyu-image-gen`` beside
+  ``baoyu-slide-deck`` (the folder's own word ``baoyu`` left out, ``gen`` read as the start of
+  a word; see :func:`roles`).
 - ``package``: skills in the same folder (a plugin's or package's), when that folder holds
   between ``package_sizes`` skills and is not the library's root or its ``skills`` folder, nor
-  the one folder all the library's skills sit in.
+  the one folder all the library's skills sit in. A folder whose names make two families or
+  more (``gh-fix-ci`` and ``gh-address-comments`` beside four ``notion-...``) collects several
+  packages: each family is one (see :func:`families`).
 
 Text is read in one pass per skill with one pattern of every name (names × texts would be 1.7M
 searches on a 1,300-skill library).
@@ -63,6 +71,10 @@ class CompanionSettings:
     """... and in at least this many texts (a small library has no common compound names)."""
     limit: int | None = 12
     """At most this many companions per skill, the strongest kept."""
+    role_share: float | None = 1 / 3
+    """A word in more than this share of a folder's names (of three or more) is the folder's
+    own (``baoyu`` in ``baoyu-image-gen``, ``automation``): the other words of a sibling's name
+    say what it does, and a text asking for a skill by them names it (see :func:`roles`)."""
 
 
 DEFAULT_SETTINGS = CompanionSettings()
@@ -117,13 +129,22 @@ def companions(skills: Iterable[Skill], settings: CompanionSettings = DEFAULT_SE
             verb = "names" if where == "description" else "name"
             link(name, other, "mentions", f"its {where} {verb} `{other}`",
                  f"`{name}`'s {where} {verb} it")
+    if settings.role_share is not None:
+        folders = {name: str(skill.folder.parent) for name, skill in by_name.items()}
+        for name, asked in roles(texts, folders, settings.role_share).items():
+            for other, (label, phrase) in asked.items():
+                verb = "asks" if label == "description" else "ask"
+                link(name, other, "mentions", f"its {label} {verb} for `{other}`: '{phrase}'",
+                     f"`{name}`'s {label} {verb} for it: '{phrase}'")
     if settings.package_sizes is not None:
         for folder, members in packages(by_name.values(), settings.package_sizes).items():
-            for a in members:
-                for b in members:
-                    if a < b:
-                        reason = f"same package folder '{folder}' ({len(members)} skills)"
-                        link(a, b, "package", reason, reason)
+            for family, names in families(members):
+                reason = f"same package folder '{folder}' ({len(members)} skills)" + (
+                    f", both '{family}-'" if family else "")
+                for a in names:
+                    for b in names:
+                        if a < b:
+                            link(a, b, "package", reason, reason)
     out: dict[str, tuple[Companion, ...]] = {name: () for name in by_name}
     grouped: dict[str, list[Companion]] = defaultdict(list)
     for (a, b), found in links.items():
@@ -213,11 +234,119 @@ def packages(skills: Iterable[Skill], sizes: tuple[int, int] = (2, 12),
     return dict(sorted(out.items()))
 
 
+def families(names: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """A package folder's skills that go together: all of them (family ``""``), unless their
+    names make two families or more (a first word two names share: ``gh-fix-ci`` and
+    ``gh-address-comments``, ``notion-...``): then the folder collects several packages, and
+    each family is one (a name in no family is in none).
+
+    >>> families(["gh-fix-ci", "gh-address-comments", "notion-capture", "notion-spec"])
+    [('gh', ('gh-fix-ci', 'gh-address-comments')), ('notion', ('notion-capture', 'notion-spec'))]
+    """
+    first = {name: _words(name)[0] if _words(name) else "" for name in names}
+    counts = Counter(first.values())
+    shared = sorted(word for word, count in counts.items() if word and count >= 2)
+    if len(shared) < 2:
+        return [("", tuple(names))]
+    return [(word, tuple(n for n in names if first[n] == word)) for word in shared]
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_\s]+", name.lower()) if w]
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve()
     except OSError:
         return a == b
+
+
+# -- roles -------------------------------------------------------------------------------------
+
+_GLUE = frozenset({"a", "an", "and", "for", "in", "of", "on", "the", "to", "with"})
+_ROLE_AFTER = re.compile(r"[`*'\"]*\s+skills?(?![a-z0-9_-])", re.IGNORECASE)
+_LAST_WORD = re.compile(r"([a-z0-9]+)[`*'\"]*$", re.IGNORECASE)
+
+
+def _role_pattern(words: Sequence[str]) -> re.Pattern[str]:
+    """The words in order, as a text ending there: each of three letters or more possibly
+    longer (``gen``: generation), glue words allowed between them."""
+    glue = r"[\s_-]+(?:(?:" + "|".join(sorted(_GLUE)) + r")[\s_-]+)?"
+    body = glue.join(re.escape(w) + ("[a-z]*" if len(w) >= 3 else "") for w in words)
+    return re.compile(rf"(?<![a-z0-9_-]){body}$", re.IGNORECASE)
+
+
+def role_words(names: Sequence[str], share: float = 1 / 3) -> dict[str, tuple[str, ...]]:
+    """The words of each name that say what the skill does: without the folder's own words (in
+    more than ``share`` of ``names``, when there are three or more) and glue words. A name left
+    with fewer than two words has no role: one word (``comic``) is said of too many things.
+
+    >>> role_words(["baoyu-image-gen", "baoyu-slide-deck", "baoyu-comic"])
+    {'baoyu-image-gen': ('image', 'gen'), 'baoyu-slide-deck': ('slide', 'deck')}
+    """
+    words = {name: [w for w in _words(name) if w not in _GLUE] for name in names}
+    counts = Counter(w for ws in words.values() for w in set(ws))
+    own = ({w for w, n in counts.items() if n > share * len(names)} if len(names) >= 3
+           else set())
+    out = {}
+    for name, ws in words.items():
+        kept = tuple(w for w in ws if w not in own)
+        if len(kept) >= 2:
+            out[name] = kept
+    return out
+
+
+def roles(texts: Mapping[str, Sequence[str]], folders: Mapping[str, str],
+          share: float = 1 / 3) -> dict[str, dict[str, tuple[str, str]]]:
+    """Siblings a skill's texts ask for by what they do rather than by name: "Select an
+    available image generation skill" asks for ``baoyu-image-gen`` beside it. The words of the
+    sibling's role (:func:`role_words`) in order, each word of three letters or more possibly
+    longer (``gen``: generation), glue words between them allowed, then ``skill``. Only
+    siblings of one folder: what makes a word the folder's own is known there. For each skill
+    (its name -> its texts: description, instructions), {sibling: (where, the words said)}."""
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    for name in texts:
+        by_folder[folders.get(name, "")].append(name)
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for members in by_folder.values():
+        if len(members) < 2:
+            continue
+        role = role_words(members, share)
+        if not role:
+            continue
+        # Tried only before each "skill" a text says, and only the roles whose last word
+        # starts the word said there: every role at every position took 13 s on the corpus
+        # (its 832-skill folder).
+        prefixed: dict[str, list[str]] = defaultdict(list)
+        exact: dict[str, list[str]] = defaultdict(list)
+        for other, words in role.items():
+            (prefixed if len(words[-1]) >= 3 else exact)[words[-1]].append(other)
+        patterns: dict[str, re.Pattern[str]] = {}
+        for name in members:
+            own = _key(name)
+            for label, text in zip(("description", "instructions"), texts[name], strict=False):
+                for after in _ROLE_AFTER.finditer(text):
+                    last = _LAST_WORD.search(text, max(0, after.start() - 40), after.start())
+                    if last is None:
+                        continue
+                    word = last.group(1).lower()
+                    candidates = exact.get(word, []) + [
+                        o for k in range(3, len(word) + 1) for o in prefixed.get(word[:k], ())]
+                    for other in candidates:
+                        if _key(other) == own or other in out.get(name, {}):
+                            continue
+                        if other not in patterns:
+                            patterns[other] = _role_pattern(role[other])
+                        match = patterns[other].search(text, max(0, after.start() - 80),
+                                                       after.start())
+                        if match is None or _AVOID.search(
+                                _clause(text, match.start(), after.end())):
+                            continue
+                        said = text[match.start():after.end()]
+                        phrase = " ".join(said.replace("`", "").replace("*", "").split())
+                        out.setdefault(name, {})[other] = (label, phrase)
+    return out
 
 
 # -- mentions ----------------------------------------------------------------------------------
@@ -230,12 +359,22 @@ _USE_BEFORE = re.compile(r"\buse\s+(?:the\s+)?$", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[`*]*(?:[;.)]|\s*$)")
 """Not a comma: "use pdf, docx or html" lists formats."""
 _NAMESPACE_BEFORE = re.compile(r"(?<![A-Za-z0-9_./:-])[a-z][a-z0-9-]*:$")
+_A_BEFORE = re.compile(r"\b(?:a|an)\s+[`*'\"]*$", re.IGNORECASE)
+"""``a pdf skill``, ``an xlsx skill``: a kind of skill in an example ("a negative test for a PDF
+skill"), not a skill of the library."""
+_WITH_BEFORE = re.compile(
+    r"\b(?:complements?|complementary\s+to|integrat(?:es|ed|ing|ion)\s+with|combined?\s+with"
+    r"|in\s+conjunction\s+with|together\s+with)\s+(?:the\s+)?[`*'\"]*$", re.IGNORECASE)
+"""Words saying two tools are used together: "Complements Scanpy", "integration with scanpy",
+"Combine with Matplotlib"."""
+_FORMAT_AFTER = re.compile(r"[`*'\"]*\s+(?:files?|formats?|documents?|data)\b", re.IGNORECASE)
+"""... unless what follows makes the name a file format: "integrates with XLSX files"."""
 
 _AVOID = re.compile(r"\b(?:instead|not|never|don't|do not|rather than)\b", re.IGNORECASE)
 """A clause that says to use the other skill instead, or not to, names a substitute or a
 skill to avoid: "use the `treatment-plans` skill instead", "Do NOT invoke frontend-design"."""
 
-Form = Literal["compound", "skill", "path", "namespace", "use"]
+Form = Literal["compound", "skill", "path", "namespace", "use", "with"]
 
 
 class MentionFinder:
@@ -287,13 +426,15 @@ class MentionFinder:
     def _form(self, text: str, start: int, end: int, name: str) -> Form | None:
         before, after = text[max(0, start - 40):start], text[end:end + 40]
         if _SKILL_AFTER.match(after):
-            return "skill"
+            return None if _A_BEFORE.search(before) else "skill"
         if after.lower().startswith("/skill.md") or before.lower().endswith(_PATH_BEFORE):
             return "path"
         if _NAMESPACE_BEFORE.search(before):
             return "namespace"
         if _USE_BEFORE.search(before) and _CLAUSE_END.match(after):
             return "use"
+        if _WITH_BEFORE.search(before) and not _FORMAT_AFTER.match(after):
+            return "with"
         if is_compound(name) and name not in self.common:
             return "compound"
         return None

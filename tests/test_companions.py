@@ -12,8 +12,11 @@ from skillgrove.graph.companions import (
     MentionFinder,
     companions,
     data_flow,
+    families,
     mentions,
     packages,
+    role_words,
+    roles,
 )
 from skillgrove.groups.library import load_library
 from skillgrove.skills.model import Skill
@@ -170,6 +173,15 @@ def test_data_flow_matches_name_and_type_and_skips_generic_names(
     ("python-docx and pdf_tools and file.pdf and xlsx-tools-v2", {}),  # inside other words
     ("Open it with Zoho  Desk, then xlsx-tools.", {"Zoho Desk": "compound",
                                                    "xlsx-tools": "compound"}),
+    # words saying two tools are used together
+    ("Complements PDF for scanned pages.", {"pdf": "with"}),
+    ("### Integration with pdf", {"pdf": "with"}),
+    ("Combine with the `docx` writer.", {"docx": "with"}),
+    ("Integrates with PDF files and docx documents.", {}),   # file formats
+    ("Works with pdf.", {}),                             # said of formats as often
+    # a kind of skill in an example is not the library's skill
+    ("A negative test for a PDF skill is too easy.", {}),
+    ("Build an `xlsx-tools` skill first.", {}),
 ])
 def test_mention_forms(text: str, expected: dict[str, str]) -> None:
     finder = MentionFinder(["pdf", "xlsx-tools", "Zoho Desk", "docx"])
@@ -192,6 +204,56 @@ def test_a_compound_name_most_texts_say_is_a_common_word() -> None:
     # Below the minimum count (or with the guard off) every bare mention counts.
     assert len(mentions(texts, CompanionSettings(common_min=40))) == 31
     assert len(mentions(texts, CompanionSettings(common_share=None))) == 31
+
+
+def test_a_sibling_is_named_by_what_it_does(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    kit = "plugins/studio/skills"
+    _skill(root, f"{kit}/studio-image-gen", "studio-image-gen", "Make pictures.")
+    _skill(root, f"{kit}/studio-slide-deck", "studio-slide-deck",
+           "Step 7: select an available image generation skill, then render each slide.")
+    _skill(root, f"{kit}/studio-comic", "studio-comic",
+           "Do not call an image generation skill here; draw it yourself.")   # avoided
+    _skill(root, f"{kit}/studio-cover", "studio-cover", "Uses the Slide Decks skill's layout.")
+    # Another folder asks for it too: not a sibling, so its role words mean nothing there.
+    _skill(root, "elsewhere/poster", "poster", "Use any image generation skill.")
+    _skill(root, "elsewhere/banner", "banner", "Banners.")
+    skills = load_library([root]).skills
+    # 'studio' is the folder's own word; 'comic' and 'cover' alone say too little.
+    assert role_words([s.name for s in skills.values() if "studio" in s.name]) == {
+        "studio-image-gen": ("image", "gen"), "studio-slide-deck": ("slide", "deck")}
+    texts = {name: (s.description, s.body()) for name, s in skills.items()}
+    folders = {name: str(s.folder.parent) for name, s in skills.items()}
+    assert roles(texts, folders) == {
+        "studio-slide-deck": {"studio-image-gen": ("instructions", "image generation skill")},
+        "studio-cover": {"studio-slide-deck": ("instructions", "Slide Decks skill")},
+    }
+    found = companions(skills.values(), CompanionSettings(package_sizes=None))
+    assert [(c.name, c.source, c.reason) for c in found["studio-slide-deck"]] == [
+        ("studio-image-gen", "mentions",
+         "its instructions ask for `studio-image-gen`: 'image generation skill'"),
+        ("studio-cover", "mentions",
+         "`studio-cover`'s instructions ask for it: 'Slide Decks skill'")]
+    assert found["studio-comic"] == () and found["poster"] == ()
+    off = companions(skills.values(), CompanionSettings(package_sizes=None, role_share=None))
+    assert off["studio-slide-deck"] == ()
+
+
+def test_a_folder_of_several_families_is_several_packages(tmp_path: Path) -> None:
+    assert families(["gh-fix-ci", "gh-address-comments", "notion-capture", "notion-spec",
+                     "lone"]) == [("gh", ("gh-fix-ci", "gh-address-comments")),
+                                  ("notion", ("notion-capture", "notion-spec"))]
+    # One family, or none: the folder is one package.
+    assert families(["spark-cast", "spark-director", "bailian"]) == [
+        ("", ("spark-cast", "spark-director", "bailian"))]
+    root = tmp_path / "lib"
+    for name in ("gh-fix-ci", "gh-address-comments", "notion-capture", "notion-spec"):
+        _skill(root, f"vendor/curated/{name}", name)
+    _skill(root, "vendor/other/elsewhere", "elsewhere")
+    found = companions(load_library([root]).skills.values())
+    assert [(c.name, c.reason) for c in found["gh-fix-ci"]] == [
+        ("gh-address-comments", "same package folder 'vendor/curated' (4 skills), both 'gh-'")]
+    assert [c.name for c in found["notion-spec"]] == ["notion-capture"]
 
 
 def test_an_empty_library_has_no_companions() -> None:
@@ -222,3 +284,15 @@ def test_the_corpus_gets_precise_companions() -> None:
     assert len(named_pdf) <= 3
     # A copy of a skill under another spelling is not its companion.
     assert not any(c.name == "Zoho Desk Automation" for c in found["zoho_desk-automation"])
+    # Read by eye, #25 item 6: a sibling asked for by what it does ("select an available
+    # image generation skill"), tools said to work together ("Complements Scanpy", "Integration
+    # with Scanpy") ...
+    assert {("baoyu-slide-deck", "baoyu-image-gen", "mentions"),
+            ("baoyu-infographic", "baoyu-image-gen", "mentions"),
+            ("scvelo", "scanpy", "mentions"),
+            ("cellxgene-census", "scanpy", "mentions"),
+            ("gh-fix-ci", "gh-address-comments", "package")} <= pairs
+    # ... and what is not: 'a negative test for a PDF skill' (skill-creator) is an example,
+    # and openai's '.curated' folder holds two families (gh-..., notion-...), not one package.
+    assert ("skill-creator", "pdf", "mentions") not in pairs
+    assert not any(c.name.startswith("notion-") for c in found["gh-fix-ci"])

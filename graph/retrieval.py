@@ -377,15 +377,14 @@ class Retriever:
         elif group is not None and fast is None and self.config.plan_order:
             group = self._in_stated_order(request, group, context, k, weight)
         anchors = list(group.members) if group is not None else list(selected)
-        # Companions the answer does not already offer: not the anchors, nor a ranked skill
-        # that scores at least half the best (the tail of the ranking is not an answer).
-        best = skills[0].score if skills else 0.0
-        shown = {*anchors, *(s.id for s in skills if best > 0 and s.score >= 0.5 * best)}
-        key = ("suggest", tuple(anchors), tuple(sorted(shown)))
+        # Companions of what the answer selects, not the selection itself. A skill that also
+        # ranks high stays a companion: the ranking is not the answer an agent reads (the
+        # compact toolbox lists the selection), and the companion says why it goes along.
+        key = ("suggest", tuple(anchors))
         if state.memo is not None and key in state.memo:
             suggestions = state.memo[key]
         else:
-            suggestions = self._suggest(anchors, exclude=shown)
+            suggestions = self._suggest(anchors, exclude=set(anchors))
             if state.memo is not None:
                 state.memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),

@@ -18,6 +18,7 @@ from skillgrove.graph.model import EdgeKind, NodeKind
 from skillgrove.graph.neo4j_store import Neo4jConfig, Neo4jStore
 from tests.conftest import NEO4J_URI
 from tests.neo4j import support
+from tests.test_engine import TRANSLATE_TWICE
 from tests.test_http_server import LIBRARY, REPORT, REPORT_RUN, Server, start_server, stop_server
 
 pytestmark = pytest.mark.neo4j
@@ -109,21 +110,6 @@ def test_co_use_is_learned_from_the_runs_of_both_servers(
 
 # -- one library state per team ---------------------------------------------------------------
 
-TRANSLATE_TWICE = """
-    id: translate-twice
-    description: Translate a text into German, then the German back into English.
-    examples: [translate this to german and back again]
-    inputs:
-      text: {type: string, required: true}
-    steps:
-      - id: there
-        skill: translate-text
-        with: {text: "${{ inputs.text }}", language: German}
-      - id: back
-        skill: translate-text
-        needs: [there]
-        with: {text: "${{ steps.there.outputs.translation }}", language: English}
-    """
 TWICE_REQUEST = "translate this to german and back again"
 
 

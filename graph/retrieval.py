@@ -59,7 +59,7 @@ from skillgrove.graph.planner import (
 )
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
 from skillgrove.graph.store import GraphStore
-from skillgrove.graph.text import cjk_share
+from skillgrove.graph.text import as_matched, cjk_share
 from skillgrove.graph.toolbox import GroupChoice as GroupChoice
 from skillgrove.graph.toolbox import RequestContext as RequestContext
 from skillgrove.graph.toolbox import ScoredSkill as ScoredSkill
@@ -282,6 +282,7 @@ class Retriever:
     def _search(self, request: str, context: RequestContext | None, k: int) -> Toolbox:
         started = time.perf_counter()
         context = context or RequestContext()
+        asked, request = request, as_matched(request)
         stand_in: StandIn | None = None
         if context.conversation:
             # The conversation breaks ties; it never overrides a request that clearly names
@@ -387,7 +388,7 @@ class Retriever:
             suggestions = self._suggest(anchors, exclude=set(anchors))
             if state.memo is not None:
                 state.memo[key] = suggestions
-        return Toolbox(request, group, reason, tuple(skills), tuple(selected),
+        return Toolbox(asked, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000, edges)
 

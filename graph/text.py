@@ -76,6 +76,23 @@ def query_tokens(text: str) -> tuple[str, ...]:
     return tuple(tokenize(text))
 
 
+_ADDRESS = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_WEB = re.compile(r"\b(?:https?://|www\.)[^\s<>\"']+", re.IGNORECASE)
+
+
+def as_matched(request: str) -> str:
+    """The request as retrieval matches it: an email address or a web address it carries is
+    a value the task is done with, not a word of the task, and stands as its kind ("email it
+    to ann@example.com" reads "email it to an email address": the address's own words matched
+    skills whose examples hold other addresses).
+
+    >>> as_matched("email it to ann@example.com, and see https://example.com/q?x=1")
+    'email it to an email address, and see a web address'
+    """
+    text = _WEB.sub("a web address", request)
+    return _ADDRESS.sub("an email address", text)
+
+
 def cjk_share(text: str) -> float:
     """The share of a text's letters that are CJK characters."""
     letters = [ch for ch in text if ch.isalpha()]

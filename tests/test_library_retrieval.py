@@ -206,7 +206,25 @@ TRIED = [
     ("check this invoice and add it to the ledger, then email finance",
      "group:invoice-to-ledger", ["pdf-to-text", "file-checksum", "extract-invoice-fields",
                                  "validate-invoice", "append-ledger-row", "send-email"], None),
+    # An address is a value, matched as its kind: its words ("example", "com") are in the
+    # examples of the ticket reader, which came first.
+    ("email it to ann@example.com", None, ["send-email"], []),
 ]
+
+
+@pytest.mark.parametrize("request_text", [
+    "can you email this to bob.smith+reports@corp.example.co.uk",
+    "send the notes to ann@example.com",
+    "email https://example.com/news/today to the team",
+])
+def test_an_address_in_a_request_is_a_value(retriever: tuple[Library, Retriever],
+                                            request_text: str) -> None:
+    _, search = retriever
+    toolbox = search.search(request_text)
+    assert toolbox.request == request_text  # as written
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.selected and names[toolbox.selected[0]] == "send-email", \
+        [names.get(s) for s in toolbox.selected]
 
 
 @pytest.mark.parametrize(("request_text", "group", "selected", "edges"), TRIED)

@@ -92,12 +92,32 @@ class RequestContext(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _known_fields_only(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            for name in data:
-                if name not in CONTEXT_FIELDS:
-                    raise PydanticCustomError("unknown_field", "{message}",
-                                              {"field": str(name),
-                                               "message": unknown_context_field(str(name))})
+        """Unknown fields, and each field's shape, in the words every interface uses
+        (``context.recent_skills[1]: must be a string (got object)``)."""
+        from skillgrove.groups.expressions import type_of
+
+        if not isinstance(data, Mapping):
+            raise PydanticCustomError("invalid_field", "{message}", {
+                "field": "", "message": "must be an object with values, recent_skills and "
+                                        f"conversation (got {type_of(data)})"})
+        for name in data:
+            if name not in CONTEXT_FIELDS:
+                raise PydanticCustomError("unknown_field", "{message}",
+                                          {"field": str(name),
+                                           "message": unknown_context_field(str(name))})
+        for name, kind in (("values", Mapping), ("recent_skills", list),
+                           ("conversation", list)):
+            value = data.get(name)
+            if value is not None and not isinstance(value, kind):
+                expected = "an object" if kind is Mapping else "a list of strings"
+                raise PydanticCustomError("invalid_field", "{message}", {
+                    "field": name, "message": f"must be {expected} (got {type_of(value)})"})
+            if isinstance(value, list):
+                for position, item in enumerate(value):
+                    if not isinstance(item, str):
+                        raise PydanticCustomError("invalid_field", "{message}", {
+                            "field": f"{name}[{position}]",
+                            "message": f"must be a string (got {type_of(item)})"})
         return data
 
     values: dict[str, Any] | None = Field(
@@ -230,8 +250,8 @@ def problems(errors: Sequence[Mapping[str, Any]], strip: tuple[str, ...] = ()
         ctx = error.get("ctx") or {}
         kind = str(error.get("type", ""))
         message = str(error.get("msg", "invalid"))
-        if kind == "unknown_field":
-            where = [*where, str(ctx.get("field", "?"))]
+        if kind in ("unknown_field", "invalid_field"):
+            where = [*where, *([str(ctx["field"])] if ctx.get("field") else [])]
         elif kind == "json_invalid":
             where = []
             message = f"invalid JSON ({ctx.get('error', 'decode error')})"

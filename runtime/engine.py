@@ -41,7 +41,6 @@ from skillgrove.runtime.errors import (
     ConfirmationRequired,
     InvalidRequestError,
     NotFoundError,
-    unknown_context_field,
 )
 from skillgrove.runtime.limits import MAX_K, MIN_BUDGET
 
@@ -675,7 +674,7 @@ class Skillgrove:
         """A :class:`RequestContext` from ``{"values": …, "recent_skills": …,
         "conversation": …}`` (or one already made)."""
         from skillgrove.graph.retrieval import RequestContext
-        from skillgrove.groups.expressions import type_of
+        from skillgrove.runtime import api
 
         if value is None:
             return RequestContext()
@@ -684,24 +683,10 @@ class Skillgrove:
         if not isinstance(value, Mapping):
             raise InvalidRequestError("context", "must be an object with values, "
                                       "recent_skills and conversation")
-        for key in value:
-            if key not in CONTEXT_FIELDS:
-                raise InvalidRequestError(f"context.{key}", unknown_context_field(str(key)))
-        for key, kind in (("values", Mapping), ("recent_skills", list),
-                          ("conversation", list)):
-            if value.get(key) is not None and not isinstance(value[key], kind):
-                expected = "an object" if kind is Mapping else "a list of strings"
-                raise InvalidRequestError(f"context.{key}",
-                                          f"must be {expected} (got {type_of(value[key])})")
-        for key in ("recent_skills", "conversation"):
-            for position, item in enumerate(value.get(key) or ()):
-                if not isinstance(item, str):
-                    raise InvalidRequestError(f"context.{key}[{position}]",
-                                              f"must be a string (got {type_of(item)})")
+        parsed = api.parse(api.RequestContext, value, at="context")
         _within_json_limits("context", value)
-        return RequestContext(dict(value.get("values") or {}),
-                              tuple(value.get("recent_skills") or ()),
-                              tuple(value.get("conversation") or ()))
+        return RequestContext(dict(parsed.values or {}), tuple(parsed.recent_skills or ()),
+                              tuple(parsed.conversation or ()))
 
     @property
     def views(self) -> ToolboxViews:

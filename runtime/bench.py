@@ -303,7 +303,7 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
 TARGET_WEIGHTS = (0.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 """Candidates for ``target_weight``, the first (the router alone) preferred on ties."""
 TARGET_VECTOR_WEIGHTS = (0.5, 0.25, 0.75)
-SIBLING_WEIGHTS = (0.0, 4.0, 16.0)
+SIBLING_WEIGHTS = (0.0, 4.0, 8.0, 16.0)
 """Candidates for ``sibling_weight`` besides the default (which wins ties)."""
 TARGET_MIN_ROWS = 20
 TARGET_MIN_GAIN = 0.01

@@ -157,7 +157,7 @@ class RetrievalConfig:
     added to the log-belief with this weight (0: off). A router fitted on a few requests per
     group has seen "Japan" and "New York", not "Canada"; the words of the names have.
     Off by default: left out of one dev set at a time, two of the three choices turn it off
-    (ToolLens's held-out history: 93.4 set F1 off, 92.8 at 8; ToolLinkOS's: 94.6 off, 95.0
+    (ToolLens's held-out history: 93.4 set F1 off, 92.8 at 8; ToolLinkOS's: 94.1 off, 94.8
     at 8). ``skillgrove bench`` fits it on a library's own held-out history."""
     sibling_overlap: float = 0.3
     """Groups are siblings of the router's first candidate when the words of their final steps'

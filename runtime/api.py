@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from skillgrove.runtime.errors import CONTEXT_FIELDS, InvalidRequestError, unknown_context_field
+from skillgrove.runtime.errors import CONTEXT_FIELDS, InvalidRequestError, context_problem
 from skillgrove.runtime.limits import DEFAULT_K, MAX_K, MIN_BUDGET
 from skillgrove.skills.diagnostics import did_you_mean
 
@@ -94,30 +94,13 @@ class RequestContext(Frozen):
     def _known_fields_only(cls, data: Any) -> Any:
         """Unknown fields, and each field's shape, in the words every interface uses
         (``context.recent_skills[1]: must be a string (got object)``)."""
-        from skillgrove.groups.expressions import type_of
-
-        if not isinstance(data, Mapping):
-            raise PydanticCustomError("invalid_field", "{message}", {
-                "field": "", "message": "must be an object with values, recent_skills and "
-                                        f"conversation (got {type_of(data)})"})
-        for name in data:
-            if name not in CONTEXT_FIELDS:
-                raise PydanticCustomError("unknown_field", "{message}",
-                                          {"field": str(name),
-                                           "message": unknown_context_field(str(name))})
-        for name, kind in (("values", Mapping), ("recent_skills", list),
-                           ("conversation", list)):
-            value = data.get(name)
-            if value is not None and not isinstance(value, kind):
-                expected = "an object" if kind is Mapping else "a list of strings"
-                raise PydanticCustomError("invalid_field", "{message}", {
-                    "field": name, "message": f"must be {expected} (got {type_of(value)})"})
-            if isinstance(value, list):
-                for position, item in enumerate(value):
-                    if not isinstance(item, str):
-                        raise PydanticCustomError("invalid_field", "{message}", {
-                            "field": f"{name}[{position}]",
-                            "message": f"must be a string (got {type_of(item)})"})
+        problem = context_problem(data)
+        if problem is not None:
+            unknown = isinstance(data, Mapping) and problem[0] in data \
+                and problem[0] not in CONTEXT_FIELDS
+            kind = "unknown_field" if unknown else "invalid_field"
+            raise PydanticCustomError(kind, "{message}",
+                                      {"field": problem[0], "message": problem[1]})
         return data
 
     values: dict[str, Any] | None = Field(

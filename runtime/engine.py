@@ -41,6 +41,7 @@ from skillgrove.runtime.errors import (
     ConfirmationRequired,
     InvalidRequestError,
     NotFoundError,
+    context_problem,
 )
 from skillgrove.runtime.limits import MAX_K, MIN_BUDGET
 
@@ -674,7 +675,6 @@ class Skillgrove:
         """A :class:`RequestContext` from ``{"values": …, "recent_skills": …,
         "conversation": …}`` (or one already made)."""
         from skillgrove.graph.retrieval import RequestContext
-        from skillgrove.runtime import api
 
         if value is None:
             return RequestContext()
@@ -683,10 +683,15 @@ class Skillgrove:
         if not isinstance(value, Mapping):
             raise InvalidRequestError("context", "must be an object with values, "
                                       "recent_skills and conversation")
-        parsed = api.parse(api.RequestContext, value, at="context")
+        # The rules of runtime/api.py's RequestContext, without loading pydantic.
+        problem = context_problem(value)
+        if problem is not None:
+            raise InvalidRequestError(".".join(p for p in ("context", problem[0]) if p),
+                                      problem[1])
         _within_json_limits("context", value)
-        return RequestContext(dict(parsed.values or {}), tuple(parsed.recent_skills or ()),
-                              tuple(parsed.conversation or ()))
+        return RequestContext(dict(value.get("values") or {}),
+                              tuple(value.get("recent_skills") or ()),
+                              tuple(value.get("conversation") or ()))
 
     @property
     def views(self) -> ToolboxViews:

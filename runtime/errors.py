@@ -123,6 +123,30 @@ CONTEXT_FIELDS = ("values", "recent_skills", "conversation")
 """The one shape of a ``context``, for search, ask, inject and runs alike."""
 
 
+def context_problem(data: Any) -> tuple[str, str] | None:
+    """The first mistake in a context as (field below ``context``, what is wrong), or None:
+    the one set of rules the request models (:mod:`skillgrove.runtime.api`) and the engine
+    apply, kept here so that a warm CLI call checks a context without loading pydantic."""
+    from skillgrove.groups.expressions import type_of
+
+    if not isinstance(data, Mapping):
+        return "", ("must be an object with values, recent_skills and conversation "
+                    f"(got {type_of(data)})")
+    for name in data:
+        if name not in CONTEXT_FIELDS:
+            return str(name), unknown_context_field(str(name))
+    for name, kind in (("values", Mapping), ("recent_skills", list), ("conversation", list)):
+        value = data.get(name)
+        if value is not None and not isinstance(value, kind):
+            expected = "an object" if kind is Mapping else "a list of strings"
+            return name, f"must be {expected} (got {type_of(value)})"
+        if isinstance(value, list):
+            for position, item in enumerate(value):
+                if not isinstance(item, str):
+                    return f"{name}[{position}]", f"must be a string (got {type_of(item)})"
+    return None
+
+
 def unknown_context_field(key: str) -> str:
     """What to say about a context key that is not one of :data:`CONTEXT_FIELDS`: most often
     a value given flat (``{"team_email": ...}``), which belongs under ``values``."""

@@ -305,7 +305,7 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
                    else "its final steps fit the request better")
             lines.append(f"  chosen over \"{ex['router_first']}\", the router's first: {why}")
     else:
-        lines.append(f"No group: {toolbox.fallback_reason}")
+        lines.append(f"No group: {toolbox.reason}")
     lines.append("")
     lines.append("  #  score  skill                            description")
     for rank, skill in enumerate(toolbox.skills, 1):

@@ -747,7 +747,7 @@ def _render(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Result
         if state:
             out += ["", f"**Status: {state}.**"]
     elif toolbox.selected:
-        out.append(f"No prebuilt group fits ({toolbox.fallback_reason}); single skills below.")
+        out.append(f"No prebuilt group fits ({toolbox.reason}); single skills below.")
     else:
         out.append(f"No prebuilt group fits ({toolbox.fallback_reason}), and no single skill "
                    "fits well enough to suggest.")

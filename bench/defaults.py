@@ -64,15 +64,12 @@ def measure(folder: Path, encoder: CachedEncoder, limit: int) -> dict[str, dict[
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         for name, changes in GRID.items():
             retriever = Retriever(store, encoder, replace(RetrievalConfig(), **changes))
-            rows = []
-            empty = 0
-            for query in queries:
-                toolbox = retriever.search(query.request)
-                empty += not toolbox.selected
-                rows.append(score_query(toolbox, query, ids_by_name, False))
-            metrics = aggregate(rows, [0.0] * len(rows))
+            rows = [score_query(retriever.search(query.request), query, ids_by_name, False)
+                    for query in queries]
+            metrics = aggregate(rows, [])
+            # Flat mode has no groups: a toolbox of shape "none" is an empty one.
             out[name] = {"set_f1": metrics["set_f1"], "edge_f1": metrics.get("edge_f1", "-"),
-                         "empty": round(100 * empty / max(len(queries), 1), 1)}
+                         "empty": metrics["shape_none"]}
             print(f"  {dataset.name}: {name}: {out[name]}", file=sys.stderr)
         store.close()
     return out
@@ -110,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-empty", type=float, default=5.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if len(args.dirs) < 2:
+        parser.error("leaving one data set out needs two data sets or more")
     cache = EmbeddingCache(cache_path())
     encoder = CachedEncoder(default_encoder(None, cache_path().parent), cache)
     figures = {folder.name: measure(folder, encoder, args.limit) for folder in args.dirs}

@@ -298,10 +298,10 @@ class Retriever:
                     alone.group is None and alone.selected):
                 return replace(alone, latency_ms=(time.perf_counter() - started) * 1000)
         state = self._refresh()
-        query = request
+        query, skill_query = request, as_kinds
         if context.conversation:
-            query = request + "\n" + " ".join(context.conversation[-2:])
-        skill_query = query if as_kinds == request else query.replace(request, as_kinds, 1)
+            recent = "\n" + " ".join(context.conversation[-2:])
+            query, skill_query = query + recent, skill_query + recent
         fast = self._fast_route(query, context, state.router)
         group: GroupChoice | None
         reason: str | None = None
@@ -320,17 +320,15 @@ class Retriever:
                 plain = english_gloss(request, kept=1) or gloss
                 vector, gloss_vector = self.encoder.encode([query, plain])
                 glossed = (gloss, gloss_vector)
+                skill_query, skill_vector = query, vector
             elif skill_query == query:
-                vector = self.encoder.encode([query])[0]
+                vector = skill_vector = self.encoder.encode([query])[0]
             else:
                 vector, skill_vector = self.encoder.encode([query, skill_query])
             self._search_all_kinds(query, vector, state.router)
             group, reason, candidates = self._group_tier(request, query, vector, context,
                                                          state, weight)
-            if skill_query == query or glossed is not None:
-                skills = self._atomic_tier(query, vector, context, k, weight, glossed)
-            else:
-                skills = self._atomic_tier(skill_query, skill_vector, context, k, weight, None)
+            skills = self._atomic_tier(skill_query, skill_vector, context, k, weight, glossed)
             if group is None and glossed is not None:
                 group, candidates, reason = self._glossed_group(
                     request, glossed, context, state, skills, group, candidates, reason)

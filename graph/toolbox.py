@@ -21,15 +21,6 @@ class RequestContext:
     recent_skills: tuple[str, ...] = ()
     conversation: tuple[str, ...] = ()
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RequestContext:
-        values = dict(data.get("values") or {})
-        for key, value in data.items():
-            if key not in ("values", "recent_skills", "conversation"):
-                values.setdefault(key, value)
-        return cls(values, tuple(data.get("recent_skills") or ()),
-                   tuple(data.get("conversation") or ()))
-
 
 @dataclass(frozen=True)
 class ScoredSkill:

@@ -490,14 +490,10 @@ class ProgressDisplay:
         return self.style.ok(padded) if symbol == "ok" else self.style.dim(padded)
 
 
-def _context_values(path: Path | None) -> dict[str, Any]:
-    return dict(load_context(path).values)
-
-
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     try:
-        plan = engine.plan(args.group, parse_inputs(args.input), _context_values(args.context))
+        plan = engine.plan(args.group, parse_inputs(args.input), load_context(args.context))
         effects = engine.effects(args.group)
     finally:
         close(engine)
@@ -537,7 +533,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     engine = engine_from_args(args)
     events = ProgressDisplay(sys.stderr) if not args.json else None
     inputs = parse_inputs(args.input) if args.input or not args.resume else None
-    context = _context_values(args.context) if args.context or not args.resume else None
+    context = load_context(args.context) if args.context or not args.resume else None
     try:
         record = engine.run(args.group, inputs, context, events, resume=args.resume)
     finally:
@@ -863,8 +859,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     values = {"pdf_path": str(samples / "quarterly_report.pdf"),
               "team_email": "team@example.com", "report_name": "Q3 demo"}
     request = "summarize the quarterly report PDF and email the key numbers to my team"
-    out.write(f"$ skillgrove ask {json.dumps(request)} --yes  (context: {json.dumps(values)})"
-              "\n\n")
+    out.write(f"$ skillgrove ask {json.dumps(request)} --yes  (context: "
+              f"{json.dumps({'values': values})})\n\n")
     engine = Skillgrove([library], index=usable_index_dir(args), store=args.store,
                         model=args.model, concurrency=args.concurrency, log=_say,
                         encoder=AnnouncedEncoder(args.model, Status(sys.stderr)))

@@ -5,7 +5,8 @@
 >>> toolbox = engine.search("summarize the quarterly report PDF and email it to my team")
 >>> engine.views.toolbox(toolbox)["shape"]
 'group'
->>> record = engine.run("report-analysis", {"pdf_path": "q3.pdf"}, {"team_email": "t@x.io"})
+>>> record = engine.run("report-analysis", {"pdf_path": "q3.pdf"},
+...                     {"values": {"team_email": "t@x.io"}})
 
 It holds the library (loaded once, reloaded when its files change), the store (embedded by
 default, or Neo4j), the encoder and the run log, so a process that serves many requests pays for
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from skillgrove.runtime.errors import (
-    CONTEXT_FIELDS,
     ConfirmationRequired,
     InvalidRequestError,
     NotFoundError,
@@ -680,10 +680,8 @@ class Skillgrove:
             return RequestContext()
         if isinstance(value, RequestContext):
             return value
-        if not isinstance(value, Mapping):
-            raise InvalidRequestError("context", "must be an object with values, "
-                                      "recent_skills and conversation")
-        # The rules of runtime/api.py's RequestContext, without loading pydantic.
+        # The rules of runtime/api.py's RequestContext, without loading pydantic: a flat
+        # object of values is refused, naming its first key and how to write it.
         problem = context_problem(value)
         if problem is not None:
             raise InvalidRequestError(".".join(p for p in ("context", problem[0]) if p),
@@ -946,7 +944,7 @@ class Skillgrove:
         return Composed(text, group if not errors else None, errors)
 
     def run_composed(self, composed: Composed, inputs: Mapping[str, Any] | None = None,
-                     context: Mapping[str, Any] | None = None,
+                     context: RequestContext | Mapping[str, Any] | None = None,
                      on_event: EventCallback | None = None) -> RunRecord:
         """Run a composed toolbox that validated (see :meth:`compose`)."""
         if composed.group is None:
@@ -955,7 +953,7 @@ class Skillgrove:
         gid = composed.group.id
         groups = {**self.library.groups, gid: composed.group}
         return self._runner(on_event, groups).run(  # type: ignore[no-any-return]
-            gid, _mapping("inputs", inputs), _mapping("context", context))
+            gid, _mapping("inputs", inputs), self._run_context(context))
 
     # -- running -------------------------------------------------------------------------------
 
@@ -1004,25 +1002,25 @@ class Skillgrove:
         return {effect: names for effect, names in effects.items()
                 if effect not in self.allow_effects}
 
-    def _run_context(self, context: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _run_context(self, context: RequestContext | Mapping[str, Any] | None,
+                     ) -> dict[str, Any]:
         """What a run reads as ``context``: the values of the one context shape (``{"values":
-        {...}, "recent_skills": [...], ...}``, as search takes it), else the flat object of
-        values as it is."""
-        given = _mapping("context", context)
-        if given and set(given) <= set(CONTEXT_FIELDS) \
-                and isinstance(given.get("values", {}), Mapping):
-            return dict(self.context(given).values)
-        return given
+        {...}, "recent_skills": [...], "conversation": [...]}``, as search takes it). A flat
+        object of values is refused like any other mistake (``context.team_email: unknown
+        field ...``): read as values, a misspelt ``value`` would silently skip every step that
+        needs one."""
+        return dict(self.context(context).values)
 
     def plan(self, group: str, inputs: Mapping[str, Any] | None = None,
-             context: Mapping[str, Any] | None = None) -> Plan:
+             context: RequestContext | Mapping[str, Any] | None = None) -> Plan:
         """How ``group`` would run with these inputs: levels, resolved ``with``, skips."""
         found = self.group(group)
         return self._runner(None).plan(found.id, _mapping("inputs", inputs),  # type: ignore[no-any-return]
                                        self._run_context(context))
 
     def run(self, group: str, inputs: Mapping[str, Any] | None = None,
-            context: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
+            context: RequestContext | Mapping[str, Any] | None = None,
+            on_event: EventCallback | None = None,
             *, resume: str | None = None, request: str | None = None,
             confirm: bool = True, stop: threading.Event | None = None) -> RunRecord:
         """Run ``group``; ``on_event`` receives the run's events as they happen. ``resume``:
@@ -1032,6 +1030,8 @@ class Skillgrove:
         the servers pass unless their caller confirmed): raise :class:`ConfirmationRequired`
         instead of running a group with effects that ``allow_effects`` does not cover."""
         found = self.group(group)
+        # A mistake in the context is said before any confirmation is asked for.
+        values = self._run_context(context) if context is not None else None
         if not confirm:
             pending = self.unconfirmed_effects(found.id)
             if pending and not resume:
@@ -1042,8 +1042,7 @@ class Skillgrove:
         previous = self.get_run(resume) if resume else None
         given_inputs = _mapping("inputs", inputs) if inputs is not None or previous is None \
             else None
-        given_context = self._run_context(context) if context is not None \
-            or previous is None else None
+        given_context = values if values is not None or previous is not None else {}
         return self._runner(on_event, stop=stop).run(  # type: ignore[no-any-return]
             found.id, given_inputs, given_context, resume=previous, request=request)
 
@@ -1177,7 +1176,7 @@ class Skillgrove:
             values.update(given)
             pending = {} if confirm else self.unconfirmed_effects(group.id)
             if plan_only or pending:
-                plan = self.plan(group.id, values, dict(ctx.values))
+                plan = self.plan(group.id, values, ctx)
                 if plan_only:
                     notes.append(f"group '{choice.name}' planned, not run (plan only)")
                     state = "planned, not run (plan only)"

@@ -21,6 +21,7 @@ The HTTP API turns ``code`` into the status (404, 422, 409, 429, 400) and every 
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -149,9 +150,19 @@ def context_problem(data: Any) -> tuple[str, str] | None:
 
 def unknown_context_field(key: str) -> str:
     """What to say about a context key that is not one of :data:`CONTEXT_FIELDS`: most often
-    a value given flat (``{"team_email": ...}``), which belongs under ``values``."""
+    a value given flat (``{"team_email": ...}``), which belongs under ``values``; a near miss
+    of a field gets a did-you-mean instead. Every interface says these words (the engine, the
+    HTTP API's 422, the MCP tools, the CLI's context files)::
+
+        >>> unknown_context_field("team_email")
+        'unknown field: a context is {values, recent_skills, conversation}; put what you know \
+under values: {"values": {"team_email": ...}}'
+        >>> unknown_context_field("value")
+        "unknown field (did you mean 'values'?)"
+    """
     guess = did_you_mean(key, list(CONTEXT_FIELDS))
     if guess:
         return f"unknown field ({guess})"
-    return (f"unknown field: a context is {{values, recent_skills, conversation}}; put what "
-            f"you know under values: {{\"values\": {{\"{key}\": ...}}}}")
+    quoted = json.dumps(key, ensure_ascii=False)
+    return ("unknown field: a context is {values, recent_skills, conversation}; put what you "
+            f'know under values: {{"values": {{{quoted}: ...}}}}')

@@ -59,8 +59,10 @@ in inputs are the server's: they resolve against its working directory, as in ``
 
 **Requests** are the models of :mod:`skillgrove.runtime.api` (the MCP tools take the same):
 frozen, an unknown field refused with a did-you-mean, the limits written once. A ``context`` has
-one shape, ``{values, recent_skills, conversation}``; a run's steps read its ``values`` as
-``context.<key>`` (a run or plan body may still send a flat object of values).
+one shape, ``{values, recent_skills, conversation}``, in every body that takes one (search, ask,
+inject, plan, run); a run's steps read its ``values`` as ``context.<key>``. Any other key (a flat
+object of values) is a 422 naming it, as every interface words it (``context.team_email:
+unknown field: ... put what you know under values: {"values": {"team_email": ...}}``).
 
 **Errors** all have one shape, ``{"error": {"code", "message", "details"}}``:
 
@@ -128,11 +130,10 @@ from skillgrove.runtime.api import (
     RequestContext,
     RunSkillRequest,
     SearchRequest,
-    parse,
     problems,
 )
 from skillgrove.runtime.api import Injection as InjectionView
-from skillgrove.runtime.errors import CONTEXT_FIELDS, EngineError, InvalidRequestError
+from skillgrove.runtime.errors import EngineError, InvalidRequestError
 from skillgrove.runtime.views import answer_view, group_view, injection_view
 from skillgrove.skills.errors import SkillgroveError
 
@@ -180,13 +181,12 @@ SkillRunBody = RunSkillRequest
 
 
 _RUN_CONTEXT = ("What you already know, as search takes it: {values: {team_email: ...}}; the "
-                "steps read each value as context.<name>. (A flat object of those values is "
-                "still read as they are.)")
+                "steps read each value as context.<name>. Any other key is refused.")
 
 
 class PlanBody(_Body):
     inputs: dict[str, Any] | None = None
-    context: dict[str, Any] | None = Field(default=None, description=_RUN_CONTEXT)
+    context: RequestContextBody | None = Field(default=None, description=_RUN_CONTEXT)
 
 
 class RunBody(_Body):
@@ -195,7 +195,7 @@ class RunBody(_Body):
          "context": {"values": {"team_email": "team@example.com", "report_name": "Q3"}}}]})
 
     inputs: dict[str, Any] | None = Field(default=None, description="The group's inputs.")
-    context: dict[str, Any] | None = Field(default=None, description=_RUN_CONTEXT)
+    context: RequestContextBody | None = Field(default=None, description=_RUN_CONTEXT)
     resume: str | None = Field(
         default=None, description="A run id whose successful steps are reused; its inputs and "
                                   "context apply unless given here.")
@@ -928,7 +928,7 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
     def plan(group_id: GroupId, body: PlanBody | None = None) -> Response:
         given = body or PlanBody()
         return _JSON(dataclasses.asdict(engine.plan(group_id, given.inputs,
-                                                    _execution_context(given.context))))
+                                                    _context(given.context))))
 
     @router.post("/groups/{group_id}/runs", status_code=201, tags=["runs"],
                  response_model=RunView, responses=_RUN_RESPONSES,
@@ -937,7 +937,7 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
                         body: RunBody | None = None) -> Response:
         given = body or RunBody()
         return await _run_response(request, lambda on_event: engine.run(
-            group_id, given.inputs, _execution_context(given.context), on_event=on_event,
+            group_id, given.inputs, _context(given.context), on_event=on_event,
             resume=given.resume,
             confirm=given.confirm))
 
@@ -955,19 +955,6 @@ def _api_routes(engine: Skillgrove) -> APIRouter:
 
 def _source(body: _GroupSourceBody) -> authoring.Source:
     return authoring.Source(text=body.text, document=body.document, edits=body.edits)
-
-
-def _execution_context(context: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What a run reads as ``context``: the ``values`` of the one context shape (as search
-    takes it), or, from a body in the older flat shape, the object as it is (the studio's run
-    form still sends that, #29). A context made only of values, recent_skills and conversation
-    is the one shape; before, its values were not seen and steps reading them were skipped."""
-    if context is None:
-        return None
-    if context and set(context) <= set(CONTEXT_FIELDS) \
-            and isinstance(context.get("values", {}), Mapping):
-        return dict(parse(RequestContext, context, at="context").values or {})
-    return dict(context)
 
 
 def _context(body: RequestContextBody | None) -> dict[str, Any] | None:

@@ -1303,12 +1303,12 @@ class SkillgroveMCP:
     async def _run(self, ctx: ServerRequestContext[Any], group_id: str,
                    inputs: Mapping[str, Any] | None,
                    context: Mapping[str, Any] | None, confirm: bool) -> types.CallToolResult:
-        # One context shape for every tool: the run reads its values.
-        values = dict(self.engine.context(context).values) if context is not None else None
+        # One context shape for every tool ({values, recent_skills, conversation}): the engine
+        # refuses any other, and the run reads its values.
         group = await anyio.to_thread.run_sync(self.engine.group, group_id)
         record = await self._with_progress(
             ctx, len(group.steps),
-            lambda on_event: self.engine.run(group.id, inputs, values, on_event=on_event,
+            lambda on_event: self.engine.run(group.id, inputs, context, on_event=on_event,
                                              confirm=confirm))
         return _run_result(record)
 

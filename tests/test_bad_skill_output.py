@@ -456,8 +456,8 @@ def test_every_interface_refuses_too_deep_inputs_and_context(tmp_path: Path) -> 
     deep: list[Any] = []
     for _ in range(300):
         deep = [deep]
-    calls = [lambda: engine.plan("emit-once", {}, {"x": deep}),
-             lambda: engine.run("emit-once", {}, {"x": deep}),
+    calls = [lambda: engine.plan("emit-once", {}, {"values": {"x": deep}}),
+             lambda: engine.run("emit-once", {}, {"values": {"x": deep}}),
              lambda: engine.run_skill("emit", {"x": deep}),
              lambda: engine.context({"values": {"x": deep}})]
     for call in calls:

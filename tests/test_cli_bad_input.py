@@ -177,6 +177,40 @@ def test_a_context_file_of_the_wrong_shape(command: list[str], text: str, messag
     assert one_line(capsys, *args) == f"{path}: {message}"
 
 
+@pytest.mark.parametrize("command", [
+    ["plan", "report-analysis", "--input", "pdf_path=x.pdf", "--library", "{lib}"],
+    ["run", "report-analysis", "--dry-run", "--library", "{lib}"],
+    ["ask", "summarize the quarterly report PDF and email it to my team", "--yes"],
+    ["inject", "summarize the quarterly report PDF"],
+    ["compose", "count the words of this text"],
+], ids=["plan", "run-dry-run", "ask", "inject", "compose"])
+def test_every_command_refuses_a_flat_context_naming_the_key(
+        command: list[str], library: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "context.json"
+    path.write_text(json.dumps({"team_email": "team@example.com", "pdf_path": "q3.pdf"}))
+    args = [part.replace("{lib}", str(library)) for part in command]
+    assert one_line(capsys, *args, "--context", str(path), "--index", str(tmp_path / "idx")) \
+        == (f'{path}: context.team_email: unknown field: a context is {{values, recent_skills, '
+            'conversation}; put what you know under values: {"values": {"team_email": ...}}')
+
+
+def test_the_values_shape_reaches_the_plan(library: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from skillgrove.runtime.cli import main
+
+    path = tmp_path / "context.json"
+    path.write_text(json.dumps({"values": {"team_email": "team@example.com",
+                                           "report_name": "Q3"},
+                                "recent_skills": ["pdf-to-text"]}))
+    out = StringIO()
+    assert main(["plan", "report-analysis", "--input", "pdf_path=x.pdf", "--library",
+                 str(library), "--context", str(path), "--index", str(tmp_path / "idx"),
+                 "--json"], out) == 0, capsys.readouterr().err
+    notify = next(s for s in json.loads(out.getvalue())["steps"] if s["id"] == "notify")
+    assert notify["skip_reason"] is None and notify["inputs"]["to"] == "team@example.com"
+
+
 def test_a_context_file_in_latin1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     offset = LATIN1_CONTEXT.read_bytes().index(b"\xe7")
     assert one_line(capsys, "search", "summarize the pdf", "--context", str(LATIN1_CONTEXT),

@@ -46,7 +46,8 @@ GROUP_REQUEST = "summarize the quarterly report PDF and email the key numbers to
 FALLBACK_REQUEST = "translate this paragraph into German"
 TOKEN = "s3cret-token"
 REPORT_RUN = {"inputs": {"pdf_path": REPORT},
-              "context": {"team_email": "team@larkspur.example", "report_name": "Q3 2024"},
+              "context": {"values": {"team_email": "team@larkspur.example",
+                                     "report_name": "Q3 2024"}},
               "confirm": True}  # the group sends mail
 
 
@@ -219,18 +220,43 @@ def test_search_reads_the_context(client: httpx.Client) -> None:
     assert group["ready"] is False and group["missing_inputs"] == ["pdf_path"]
 
 
-@pytest.mark.parametrize("path", ["/v1/search", "/v1/ask", "/v1/inject"])
-def test_a_context_has_one_shape_and_a_flat_one_is_refused(client: httpx.Client,
-                                                           path: str) -> None:
-    body = {"request": GROUP_REQUEST, "context": {"team_email": "flat@larkspur.example"}}
-    error = assert_error(client.post(path, json=body), 422, "invalid_request")
+ONE_SHAPE_ROUTES = {
+    "/v1/search": {"request": GROUP_REQUEST},
+    "/v1/ask": {"request": GROUP_REQUEST},
+    "/v1/inject": {"request": GROUP_REQUEST},
+    "/v1/groups/report-analysis/plan": {"inputs": {"pdf_path": REPORT}},
+    "/v1/groups/report-analysis/runs": {"inputs": {"pdf_path": REPORT}, "confirm": True},
+}
+
+
+@pytest.mark.parametrize(("path", "body"), ONE_SHAPE_ROUTES.items(), ids=ONE_SHAPE_ROUTES.keys())
+def test_a_context_has_one_shape_and_a_flat_one_is_refused(client: httpx.Client, server: Server,
+                                                           path: str, body: dict[str, Any],
+                                                           ) -> None:
+    runs = len(client.get("/v1/runs", params={"limit": 1000}).json()["runs"])
+    flat = {**body, "context": {"team_email": "flat@larkspur.example"}}
+    error = assert_error(client.post(path, json=flat), 422, "invalid_request")
     assert error["details"]["field"] == "context.team_email"
     assert error["message"] == (
         'context.team_email: unknown field: a context is {values, recent_skills, '
         'conversation}; put what you know under values: {"values": {"team_email": ...}}')
-    typo = {"request": GROUP_REQUEST, "context": {"value": {"pdf_path": REPORT}}}
+    typo = {**body, "context": {"value": {"pdf_path": REPORT}}}
     error = assert_error(client.post(path, json=typo), 422, "invalid_request")
     assert error["message"] == "context.value: unknown field (did you mean 'values'?)"
+    assert error["details"]["field"] == "context.value"
+    assert len(client.get("/v1/runs", params={"limit": 1000}).json()["runs"]) == runs  # none ran
+    assert not any("flat@larkspur.example" in p.read_text() for p in server.outbox.glob("*.eml"))
+
+
+def test_a_streamed_run_refuses_a_flat_context_before_the_stream_opens(
+        client: httpx.Client) -> None:
+    # What the studio's run form posts: its context went out flat until #27.
+    flat = {**REPORT_RUN, "context": {"team_email": "flat@larkspur.example"}}
+    response = client.post("/v1/groups/report-analysis/runs", json=flat,
+                           headers={"Accept": "text/event-stream"})
+    error = assert_error(response, 422, "invalid_request")
+    assert error["details"]["field"] == "context.team_email"
+    assert "put what you know under values" in error["message"]
 
 
 def test_a_run_reads_the_values_of_the_search_context_shape(client: httpx.Client,

@@ -124,8 +124,8 @@ def _run(engine: Skillgrove, request: str, values: dict[str, object]) -> RunReco
     assert toolbox.group is not None
     group = engine.group(toolbox.group.id)
     declared = {spec.name for spec in group.inputs}
-    run = engine.run(group.id, {k: v for k, v in values.items() if k in declared}, values,
-                     request=request)
+    run = engine.run(group.id, {k: v for k, v in values.items() if k in declared},
+                     {"values": values}, request=request)
     assert run.status == "success", run.error
     return run
 

@@ -535,18 +535,24 @@ def test_run_group_takes_the_search_context_shape_and_refuses_the_flat_one(
     assert run["status"] == "success"
     assert [s["status"] for s in run["run"]["steps"] if s["id"] == "notify"] == ["success"]
     assert list((mcp.root / "outbox").glob("*shape-test*.eml"))
-    for tool, arguments in [
+    flat = {"team_email": "flat@example.com", "report_name": "Flat test"}
+    for tool, arguments, progress in [
             ("run_group", {"group": "report-analysis", "confirm": True,
-                           "inputs": {"pdf_path": report}, "context": values}),
+                           "inputs": {"pdf_path": report}, "context": flat}, None),
+            ("run_group", {"group": "report-analysis", "confirm": True,
+                           "inputs": {"pdf_path": report}, "context": flat}, []),
             ("group_report_analysis", {"pdf_path": report, "confirm": True,
-                                       "context": values}),
-            ("search_toolbox", {"request": REPORT_REQUEST, "context": values})]:
-        result = mcp.call(tool, arguments)
+                                       "context": flat}, []),
+            ("search_toolbox", {"request": REPORT_REQUEST, "context": flat}, None),
+            ("inject", {"request": REPORT_REQUEST, "context": flat}, None)]:
+        result = mcp.call(tool, arguments, progress)
         assert result.is_error and isinstance(result.structured_content, dict), tool
         error = result.structured_content["error"]
-        assert error["code"] == "invalid_request" and error["details"]["field"] in (
-            "context.team_email", "context.report_name")
-        assert "put what you know under values" in error["message"]
+        assert error == {"code": "invalid_request", "details": {"field": "context.team_email"},
+                         "message": 'context.team_email: unknown field: a context is {values, '
+                                    'recent_skills, conversation}; put what you know under '
+                                    'values: {"values": {"team_email": ...}}'}, tool
+    assert not list((mcp.root / "outbox").glob("*flat-test*.eml"))  # nothing ran
     typo = mcp.call("search_toolbox", {"request": REPORT_REQUEST,
                                        "context": {"value": {"pdf_path": report}}})
     assert isinstance(typo.structured_content, dict)

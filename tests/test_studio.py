@@ -352,9 +352,18 @@ def test_run_a_group_with_side_effects_after_confirming(wide_page: Any, server: 
     # the advanced toggle: the same values as JSON
     page.get_by_label("Advanced: write inputs and context as JSON", exact=True).check()
     page.get_by_label("inputs (JSON)", exact=True).fill(json.dumps({"pdf_path": REPORT}))
-    page.get_by_label("context (JSON)", exact=True).fill(json.dumps({"team_email": "team@larkspur.example",
-                                                         "report_name": "Q3 2024"}))
+    # a flat context is refused, in the words of every interface
+    page.get_by_label("context (JSON)", exact=True).fill(json.dumps({
+        "team_email": "team@larkspur.example"}))
     page.get_by_role("button", name="Plan").click()
+    page.get_by_test_id("message").filter(has_text="Cannot plan").wait_for(timeout=120_000)
+    assert page.get_by_test_id("message").inner_text() == (
+        "Cannot plan: context.team_email: unknown field: a context is {values, recent_skills, "
+        'conversation}; put what you know under values: {"values": {"team_email": ...}}')
+    page.get_by_label("context (JSON)", exact=True).fill(json.dumps({"values": {
+        "team_email": "team@larkspur.example", "report_name": "Q3 2024"}}))
+    page.get_by_role("button", name="Plan").click()
+    page.get_by_test_id("message").wait_for(state="detached")  # the refusal is gone
     # the first call after a save may wait for the library's re-index
     page.get_by_test_id("plan").or_(page.get_by_test_id("message")).wait_for(timeout=120_000)
     assert page.get_by_test_id("message").count() == 0, page.get_by_test_id("message").inner_text()

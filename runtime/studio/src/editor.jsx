@@ -405,6 +405,7 @@ export function Editor({ editing, setEditing, onDirty }) {
   };
 
   const runPlan = async (values) => {
+    setMessage(null);  // a refusal of the last try no longer holds
     try {
       setPlan({ ...(await call("POST", `groups/${encodeURIComponent(doc.id)}/plan`, values)), effects: effectsOf() });
     } catch (exc) { setMessage(`Cannot plan: ${exc.message}`); }

@@ -1,7 +1,8 @@
 // "Try it": a form built from the group's inputs (types, required marks, choices, files from
 // the library's samples) and the context values it reads; raw JSON stays behind an
 // advanced toggle. Then the plan (order, side effects, what is decided at run time) or the
-// run's outputs.
+// run's outputs. The context goes out in the one shape every interface takes,
+// {"values": {...}}; the server refuses any other, naming the key.
 import { useContext, useEffect, useState } from "react";
 import { call } from "./api.js";
 import { contract, inputSpecs, isObject, referencesIn, stepsOf } from "./model.js";
@@ -35,9 +36,9 @@ function convert(raw, type) {
   return raw;
 }
 
-function parseObject(textValue, what) {
+function parseObject(textValue, what, example = '{"name": "value"}') {
   try { const v = JSON.parse(textValue || "{}"); if (isObject(v)) return v; } catch { /* below */ }
-  throw new Error(`${what} must be a JSON object, e.g. {"name": "value"}`);
+  throw new Error(`${what} must be a JSON object, e.g. ${example}`);
 }
 
 export function RunPanel({ group, saved, onPlan, onRun, plan, contextNames }) {
@@ -48,7 +49,7 @@ export function RunPanel({ group, saved, onPlan, onRun, plan, contextNames }) {
   const [context, setContext] = useState({});
   const [raw, setRaw] = useState(false);
   const [rawInputs, setRawInputs] = useState("{}");
-  const [rawContext, setRawContext] = useState("{}");
+  const [rawContext, setRawContext] = useState('{"values": {}}');
   const [problem, setProblem] = useState(null);
   const [samples, setSamples] = useState([]);
   useEffect(() => {
@@ -72,10 +73,10 @@ export function RunPanel({ group, saved, onPlan, onRun, plan, contextNames }) {
     if (missing.length) throw new Error(`Please fill in ${missing.join(", ")} (required).`);
     const ctx = {};
     for (const name of contextNames) if ((context[name] || "").trim()) ctx[name] = context[name].trim();
-    return { inputs, context: ctx };
+    return { inputs, context: { values: ctx } };
   };
   const gather = () => {
-    if (raw) return { inputs: parseObject(rawInputs, "Inputs"), context: parseObject(rawContext, "Context") };
+    if (raw) return { inputs: parseObject(rawInputs, "Inputs"), context: parseObject(rawContext, "Context", '{"values": {"name": "value"}}') };
     return fromForm();
   };
   const act = (what) => {
@@ -145,7 +146,9 @@ export function RunPanel({ group, saved, onPlan, onRun, plan, contextNames }) {
           <div className="field"><label htmlFor="run-inputs">inputs (JSON)</label>
             <textarea id="run-inputs" rows="4" value={rawInputs} onChange={(e) => setRawInputs(e.target.value)} /></div>
           <div className="field"><label htmlFor="run-context">context (JSON)</label>
-            <textarea id="run-context" rows="3" value={rawContext} onChange={(e) => setRawContext(e.target.value)} /></div>
+            <p className="help" id="run-context-hint">{'{"values": {"team_email": "…"}}: the steps read each value as context.<name>'}</p>
+            <textarea id="run-context" rows="3" value={rawContext} onChange={(e) => setRawContext(e.target.value)}
+                      aria-describedby="run-context-hint" /></div>
         </>
       ) : (
         <>

@@ -1,7 +1,8 @@
 """The requests and answers of every interface, modelled once.
 
-The HTTP API's bodies and responses, the MCP tools' input and output schemas and the CLI's
-limits all come from here, so a limit (``MAX_K``) or a field's meaning is written down once.
+The HTTP API's bodies and responses and the MCP tools' input and output schemas all come from
+here, so a field's meaning is written down once; its limits (``MAX_K``) and the words that
+refuse them are :mod:`skillgrove.runtime.limits`'s, which the engine and the CLI apply too.
 Requests are frozen pydantic models that refuse an unknown field with a did-you-mean::
 
     >>> SearchArguments.model_validate({"request": "zip and mail", "detail": "full"}).detail
@@ -17,14 +18,30 @@ every ranked skill, score and explanation, described loosely by :class:`FullTool
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from skillgrove.runtime.errors import CONTEXT_FIELDS, InvalidRequestError, context_problem
-from skillgrove.runtime.limits import DEFAULT_K, MAX_K, MIN_BUDGET
+from skillgrove.runtime.limits import (
+    DEFAULT_K,
+    MAX_K,
+    MIN_BUDGET,
+    MIN_K,
+    MIN_REQUEST_LENGTH,
+    budget_problem,
+    k_problem,
+    request_problem,
+)
 from skillgrove.skills.diagnostics import did_you_mean
 
 __all__ = [
@@ -112,9 +129,30 @@ class RequestContext(Frozen):
                                            description="The conversation so far.")
 
 
-Budget = Annotated[int | None, Field(default=None, ge=MIN_BUDGET,
-                                     description="Tokens the block may take at most "
-                                                 "(cl100k_base).")]
+def _limited(rule: Callable[[Any], str | None]) -> AfterValidator:
+    """A field checked by a rule of :mod:`skillgrove.runtime.limits`, refused in its words: the
+    engine applies the same rule, so every interface says ``k: must be a whole number from 1
+    to 50``. (The bounds are in the schema too, for clients that read it.)"""
+
+    def check(value: Any) -> Any:
+        problem = rule(value)
+        if problem is not None:
+            raise PydanticCustomError("invalid_field", "{message}", {"message": problem})
+        return value
+
+    return AfterValidator(check)
+
+
+RequestText = Annotated[str, Field(json_schema_extra={"minLength": MIN_REQUEST_LENGTH},
+                                   description="The task, in the user's words."),
+                        _limited(request_problem)]
+SkillCount = Annotated[int, Field(json_schema_extra={"minimum": MIN_K, "maximum": MAX_K},
+                                  description="How many single skills to rank."),
+                       _limited(k_problem)]
+Budget = Annotated[Annotated[int, Field(json_schema_extra={"minimum": MIN_BUDGET})] | None,
+                   Field(default=None, description="Tokens the block may take at most "
+                                                   "(cl100k_base)."),
+                   _limited(budget_problem)]
 InjectFormat = Annotated[Literal["markdown", "xml"],
                          Field(default="markdown", description="Shape of the injected block.")]
 Inputs = Annotated[dict[str, Any] | None, Field(default=None, description="The inputs, as its "
@@ -130,10 +168,9 @@ class SearchRequest(Frozen):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"request": "summarize the quarterly report PDF and email the key numbers to my team"}]})
 
-    request: str = Field(min_length=1, description="The task, in the user's words.")
+    request: RequestText
     context: RequestContext | None = None
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K,
-                   description="How many single skills to rank.")
+    k: SkillCount = DEFAULT_K
 
 
 class SearchArguments(SearchRequest):
@@ -148,7 +185,7 @@ class SearchArguments(SearchRequest):
 class AskRequest(Frozen):
     """``POST /v1/ask``: search, run the chosen group when it is ready, inject."""
 
-    request: str = Field(min_length=1, description="The task, in the user's words.")
+    request: RequestText
     context: RequestContext | None = None
     inputs: dict[str, Any] | None = Field(
         default=None,

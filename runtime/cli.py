@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from skillgrove.runtime import commands
-from skillgrove.runtime.limits import DEFAULT_K, MAX_K
+from skillgrove.runtime.limits import DEFAULT_K, MAX_K, MIN_K
 from skillgrove.runtime.terminal import Style, plural, safe
 from skillgrove.skills.diagnostics import Severity
 from skillgrove.skills.errors import SkillgroveError
@@ -54,10 +54,10 @@ def positive_int(text: str) -> int:
 
 
 def skill_count(text: str) -> int:
-    """An argparse type: how many skills a search ranks (1 to ``MAX_K``)."""
-    value = _bounded_int(text, 1, f"from 1 to {MAX_K}")
+    """An argparse type: how many skills a search ranks (``MIN_K`` to ``MAX_K``)."""
+    value = _bounded_int(text, MIN_K, f"from {MIN_K} to {MAX_K}")
     if value > MAX_K:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_K} (got {value})")
+        raise argparse.ArgumentTypeError(f"must be from {MIN_K} to {MAX_K} (got {value})")
     return value
 
 
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "with which inputs, and why) or full (every ranked skill with its "
                              "scores, explanations and complete schemas)")
     search.add_argument("-k", type=skill_count, default=DEFAULT_K, metavar="N",
-                        help=f"how many skills to rank (1 to {MAX_K}; default {DEFAULT_K})")
+                        help=f"how many skills to rank ({MIN_K} to {MAX_K}; default {DEFAULT_K})")
     _add_library_option(search)
     _add_store_args(search)
     _epilog(search, 'skillgrove search "summarize the quarterly report PDF" -k 5',

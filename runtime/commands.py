@@ -600,10 +600,11 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
 
 def check_budget(budget: int | None) -> None:
     """Refuse a budget below one token before anything runs (a one-line error, exit 1)."""
-    from skillgrove.runtime.limits import MIN_BUDGET
+    from skillgrove.runtime.limits import budget_problem
 
-    if budget is not None and budget < MIN_BUDGET:
-        raise SkillgroveError(f"--budget: must be a positive number of tokens (got {budget})")
+    problem = budget_problem(budget)
+    if problem is not None:
+        raise SkillgroveError(f"--budget: {problem} (got {budget})")
 
 
 def cmd_inject(args: argparse.Namespace, out: TextIO) -> int:

@@ -43,7 +43,7 @@ from skillgrove.runtime.errors import (
     NotFoundError,
     context_problem,
 )
-from skillgrove.runtime.limits import MAX_K, MIN_BUDGET
+from skillgrove.runtime.limits import DEFAULT_K, budget_problem, k_problem, request_problem
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -659,12 +659,12 @@ class Skillgrove:
     # -- retrieval -----------------------------------------------------------------------------
 
     def search(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
-               k: int = 10) -> Toolbox:
+               k: int = DEFAULT_K) -> Toolbox:
         """The toolbox for ``request``: a group, or single skills with suggestions."""
-        if not isinstance(request, str) or not request.strip():
-            raise InvalidRequestError("request", "must be a non-empty string")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InvalidRequestError("k", f"must be a whole number from 1 to {MAX_K}")
+        # The limits and words of runtime/limits.py, as the request models apply them.
+        for name, problem in (("request", request_problem(request)), ("k", k_problem(k))):
+            if problem is not None:
+                raise InvalidRequestError(name, problem)
         ctx = self.context(context)
         self._before_answer()
         with self._index_lock.read():
@@ -708,7 +708,7 @@ class Skillgrove:
         return self.store.node(node_id)
 
     def toolbox(self, request: str, context: RequestContext | Mapping[str, Any] | None = None,
-                k: int = 10, detail: Detail = "compact") -> dict[str, Any]:
+                k: int = DEFAULT_K, detail: Detail = "compact") -> dict[str, Any]:
         """:meth:`search`, as the JSON view every interface returns: compact (what to use, in
         what order, with which inputs, and why) or ``detail="full"`` (every score and
         explanation, the whole schemas)."""
@@ -1122,9 +1122,9 @@ class Skillgrove:
 
     @staticmethod
     def _check_injection(budget: int | None, fmt: str) -> None:
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                                   or budget < MIN_BUDGET):
-            raise InvalidRequestError("budget", "must be a positive number of tokens")
+        problem = budget_problem(budget)
+        if problem is not None:
+            raise InvalidRequestError("budget", problem)
         if fmt not in ("markdown", "xml"):
             raise InvalidRequestError("format", "must be markdown or xml")
 

@@ -470,22 +470,35 @@ def get_meta_and_token(key: str) -> Statement:
 
 
 _SEARCH_COLUMNS = ("part", "kind", "total", "statistics", "mean_idf", "terms", "lucene", "hits",
-                   "token")
+                   "token", "ids", "documents")
 
 
 def _search_row(part: str, kind: str, total: str = "null", statistics: str = "null",
                 mean_idf: str = "null", terms: str = "[]", lucene: str = "null",
-                hits: str = "[]", token: str = "null") -> str:
-    values = (f"'{part}'", kind, total, statistics, mean_idf, terms, lucene, hits, token)
+                hits: str = "[]", token: str = "null", ids: str = "[]",
+                documents: str = "[]") -> str:
+    values = (f"'{part}'", kind, total, statistics, mean_idf, terms, lucene, hits, token, ids,
+              documents)
     return "RETURN " + ", ".join(f"{v} AS {c}" for v, c in zip(values, _SEARCH_COLUMNS,
                                                                   strict=True))
 
 
 def hybrid_searches(text: Sequence[tuple[NodeKind, int]], dense: Mapping[NodeKind, int],
-                    tokens: Sequence[str], vector: Sequence[float] | None) -> Statement:
+                    tokens: Sequence[str], vector: Sequence[float] | None,
+                    postings: Mapping[NodeKind, str | None] | None = None) -> Statement:
     """Every lexical and vector search of one request in one statement: one row per search
-    (``part`` ``"text"`` or ``"vector"``, ``kind`` its :class:`NodeKind` value) and a last
-    row with the :data:`SYNC_TOKEN_KEY` (``part`` ``"token"``).
+    (``part`` ``"text"`` or ``"vector"``, ``kind`` its :class:`NodeKind` value), a row with
+    the :data:`SYNC_TOKEN_KEY` before them all (``part`` ``"token"``) and one after them all
+    (``part`` ``"token_after"``): when the two differ, a sync committed while the statement
+    ran, and its rows may mix two graphs.
+
+    ``postings`` holds kind -> the sync token under which the caller holds that kind's term
+    counts (None: not held). Its row (``part`` ``"postings"``) comes only when the graph has
+    a token and it is not the one given: ``ids`` and ``documents`` are every node of the kind
+    and its stored tokens (``""`` for none), in the same order, ``total`` their number,
+    ``statistics`` and ``mean_idf`` as for ``text``, and ``token`` the token it was read
+    under. So a caller that scores BM25 itself reads the counts once per sync, and on every
+    other search the row costs one look at the token.
 
     ``text`` holds ``(kind, limit)``: each is :func:`fulltext_statistics` and
     :func:`fulltext_search` at once, the Lucene query of :func:`lucene_query` built in Cypher
@@ -503,7 +516,19 @@ def hybrid_searches(text: Sequence[tuple[NodeKind, int]], dense: Mapping[NodeKin
                   for t in query_terms(tokens)],
         "epsilon": BM25_EPSILON, "token_key": SYNC_TOKEN_KEY,
         "exhaustive_up_to": EXHAUSTIVE_VECTOR_SEARCH_UP_TO}
-    parts: list[str] = []
+    parts = [f"OPTIONAL MATCH (t:{META_LABEL} {{key: $token_key}}) "
+             + _search_row("token", "null", token="t.value")]
+    for i, (kind, known) in enumerate((postings or {}).items()):
+        params.update({f"p_known_{i}": known, f"p_stats_{i}": statistics_key(kind),
+                       f"p_kind_{i}": _kind_value(kind)})
+        parts.append(
+            f"OPTIONAL MATCH (t:{META_LABEL} {{key: $token_key}}) WITH t "
+            f"WHERE t.value IS NOT NULL AND ($p_known_{i} IS NULL OR t.value <> $p_known_{i}) "
+            f"CALL {{ MATCH (n:{label(kind)}) "
+            "RETURN collect(n.id) AS ids, collect(coalesce(n.tokens, '')) AS documents } "
+            f"OPTIONAL MATCH (m:{META_LABEL} {{key: $p_stats_{i}}}) "
+            + _search_row("postings", f"$p_kind_{i}", "size(ids)", "m.value", "m.mean_idf",
+                          token="t.value", ids="ids", documents="documents"))
     for i, (kind, limit) in enumerate(text):
         params.update({f"t_index_{i}": fulltext_index_name(kind), f"t_limit_{i}": limit,
                        f"t_stats_{i}": statistics_key(kind), f"t_kind_{i}": _kind_value(kind)})
@@ -548,7 +573,7 @@ def hybrid_searches(text: Sequence[tuple[NodeKind, int]], dense: Mapping[NodeKin
             f"LIMIT $v_k_{i} RETURN collect({{{columns}}}) AS hits }} "
             + _search_row("vector", f"$v_kind_{i}", hits="hits"))
     parts.append(f"OPTIONAL MATCH (t:{META_LABEL} {{key: $token_key}}) "
-                 + _search_row("token", "null", token="t.value"))
+                 + _search_row("token_after", "null", token="t.value"))
     return " UNION ALL ".join(parts), params
 
 

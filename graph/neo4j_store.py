@@ -84,6 +84,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 from neo4j import (
     READ_ACCESS,
     Driver,
@@ -105,6 +106,7 @@ from neo4j.exceptions import (
 )
 
 from skillgrove.graph import cypher
+from skillgrove.graph.bm25 import Postings
 from skillgrove.graph.cypher import Statement
 from skillgrove.graph.embeddings import Vectors
 from skillgrove.graph.errors import StoreError
@@ -262,6 +264,7 @@ class Neo4jStore:
         self._owns_driver = owns_driver
         self._vector_dims: dict[NodeKind, int] = {}
         self._cache = _ReadCache(None)
+        self._lexicon = _Lexicon(None, {})
         self._cache_lock = threading.Lock()
         self._local = threading.local()
         self._read_sessions: list[Session] = []
@@ -491,6 +494,7 @@ class Neo4jStore:
                 self._cache = _ReadCache(None)  # committed or not: ask the server again
                 raise
             self._cache = _ReadCache(token)
+            self._lexicon = _Lexicon(None, {})  # the next search reads the new counts
             return report
 
     def _sync_work(self, tx: ManagedTransaction, wanted: Mapping[str, NodeRecord],
@@ -648,23 +652,35 @@ class Neo4jStore:
         score needs of the hits into the read cache: for each kind searched both ways, the
         records and vectors of the lexical hits the vector search did not return (the vector
         hits come with their records), and the neighbour lists of the best
-        :data:`NEIGHBORS_AHEAD` hits of either search."""
+        :data:`NEIGHBORS_AHEAD` hits of either search.
+
+        The lexical searches are scored here, on the term counts of every node of the kind
+        (:class:`_KindLexicon`), which the statement brings along only when the sync token it
+        reads is not the one they were read under: once per sync. A graph without a token
+        (none of our syncs wrote it), or one a sync changed while the statement ran (the
+        token read first and the one read last differ), is searched through Lucene instead,
+        in a statement of its own (:meth:`_lucene_searches`)."""
         text_out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in text_limits}
         dense_out: dict[NodeKind, list[tuple[str, float]]] = {kind: [] for kind in vector_limits}
         tokens = list(query_tokens(query))
-        texts = [(kind, cypher.fulltext_candidates(k)) for kind, k in text_limits.items()
-                 if k > 0] if tokens else []
+        texts = {kind: k for kind, k in text_limits.items() if k > 0} if tokens else {}
         with self._errors("search"):
             wanted = [kind for kind, k in vector_limits.items() if k > 0]
             present = self._vector_indexed(wanted) if vector is not None and wanted else set()
             dense = {kind: k for kind, k in vector_limits.items() if kind in present and k > 0}
             if not texts and not dense:
                 return text_out, dense_out
+            lexicon = self._lexicon
+            held = {kind: lexicon.token if kind in lexicon.kinds else None for kind in texts}
             vector_list = None if vector is None else np.asarray(vector).tolist()
-            rows = self._read(cypher.hybrid_searches(texts, dense, tokens, vector_list))
-            cache = self._seen_token(next((r["token"] for r in rows if r["part"] == "token"),
-                                          None))
-            two_steps: dict[NodeKind, int] = {}
+            rows = self._read(cypher.hybrid_searches([], dense, tokens, vector_list, held))
+            tokens_read = {row["part"]: row["token"] for row in rows
+                           if row["part"] in ("token", "token_after")}
+            token = tokens_read.get("token")
+            consistent = token is not None and tokens_read.get("token_after") == token
+            # Rows that may mix two graphs are kept nowhere.
+            cache = self._seen_token(token if consistent else None)
+            read: dict[NodeKind, _KindLexicon] = {}
             for row in rows:
                 if row["part"] == "vector":
                     kind = NodeKind(row["kind"])
@@ -674,20 +690,27 @@ class Neo4jStore:
                     if cache.token is not None:  # records already kept are not decoded again
                         cache.remember_nodes({h["id"]: _record_from_row(h) for h in hits
                                               if cache.nodes.get(h["id"]) is None})
-                elif row["part"] == "text":
-                    kind = NodeKind(row["kind"])
-                    vocabulary = json.loads(row["statistics"] or "{}")
-                    if row["mean_idf"] is None or "average_length" not in vocabulary:
-                        two_steps[kind] = text_limits[kind]  # synced by an older version
-                        continue
-                    statistics = {"mean_idf": float(vocabulary.get("mean_idf", 0.0)),
-                                  "average_length": float(vocabulary["average_length"])}
-                    dfs = {t["term"]: int(t["df"]) for t in row["terms"]}
-                    idfs = cypher.term_idfs(tokens, int(row["total"]), dfs,
-                                            statistics["mean_idf"])
-                    candidates = {h["id"]: h["tokens"] or "" for h in row["hits"]}
-                    text_out[kind] = cypher.bm25_scores(candidates, tokens, idfs, statistics,
-                                                        text_limits[kind])
+                elif row["part"] == "postings" and consistent and row["token"] == token:
+                    read[NodeKind(row["kind"])] = _KindLexicon.of_row(row)
+            scorers: dict[NodeKind, _KindLexicon] = {}
+            if consistent and token is not None:
+                if read:
+                    self._remember_lexicon(token, read)
+                kept = lexicon.kinds if lexicon.token == token else {}
+                scorers = {kind: entry for kind in texts
+                           if (entry := read.get(kind) or kept.get(kind)) is not None}
+            two_steps: dict[NodeKind, int] = {}
+            for kind, scorer in scorers.items():
+                ranked = scorer.top(tokens, texts[kind])
+                if ranked is None:
+                    two_steps[kind] = texts[kind]  # synced by an older version
+                else:
+                    text_out[kind] = ranked
+            through_lucene = {kind: k for kind, k in texts.items() if kind not in scorers}
+            if through_lucene:
+                lucene_out, older = self._lucene_searches(tokens, through_lucene)
+                text_out.update(lucene_out)
+                two_steps.update(older)
             if two_steps:
                 text_out.update(self._text_searches_in_two_steps(query, two_steps))
             both = [kind for kind in dense if kind in text_out]
@@ -697,6 +720,35 @@ class Neo4jStore:
                        for nid, _ in hits[:NEIGHBORS_AHEAD]]
             self._read_candidates(cache, lexical_only, leaders)
         return text_out, dense_out
+
+    def _lucene_searches(self, tokens: Sequence[str], limits: Mapping[NodeKind, int],
+                         ) -> tuple[dict[NodeKind, list[tuple[str, float]]], dict[NodeKind, int]]:
+        """The lexical searches through the fulltext index, in one statement: Lucene finds
+        :func:`graph.cypher.fulltext_candidates` of each kind and they are given the embedded
+        store's BM25 (see :mod:`graph.cypher`, "fulltext"). Also the kinds whose statistics
+        an older version wrote, which must be searched in two steps."""
+        out: dict[NodeKind, list[tuple[str, float]]] = {}
+        two_steps: dict[NodeKind, int] = {}
+        texts = [(kind, cypher.fulltext_candidates(k)) for kind, k in limits.items()]
+        for row in self._read(cypher.hybrid_searches(texts, {}, tokens, None)):
+            if row["part"] != "text":
+                continue
+            kind = NodeKind(row["kind"])
+            statistics = _bm25_statistics(row)
+            if statistics is None:
+                two_steps[kind] = limits[kind]
+                continue
+            dfs = {t["term"]: int(t["df"]) for t in row["terms"]}
+            idfs = cypher.term_idfs(tokens, int(row["total"]), dfs, statistics["mean_idf"])
+            candidates = {h["id"]: h["tokens"] or "" for h in row["hits"]}
+            out[kind] = cypher.bm25_scores(candidates, tokens, idfs, statistics, limits[kind])
+        return out, two_steps
+
+    def _remember_lexicon(self, token: str, read: Mapping[NodeKind, _KindLexicon]) -> None:
+        with self._cache_lock:
+            current = self._lexicon
+            kept = current.kinds if current.token == token else {}
+            self._lexicon = _Lexicon(token, {**kept, **read})
 
     def _read_candidates(self, cache: _ReadCache, ids: Sequence[str],
                          neighbor_ids: Sequence[str] = ()) -> None:
@@ -862,7 +914,8 @@ class Neo4jStore:
 
     def clear_read_cache(self) -> None:
         """Forgets what the read cache holds (the next reads ask the server); for measuring
-        a search that finds nothing kept."""
+        a search that finds nothing kept. The term counts text searches are scored on are
+        kept: like an index, they are read once per sync, not per record."""
         self._cache = _ReadCache(None)
 
     def _seen_token(self, token: str | None) -> _ReadCache:
@@ -915,6 +968,7 @@ class Neo4jStore:
     def clear(self) -> None:
         """Deletes every skill, group, edge and meta entry (the schema stays)."""
         self._cache = _ReadCache(None)
+        self._lexicon = _Lexicon(None, {})
         with self._errors("clear the graph"):
             self._write(cypher.delete_all())
 
@@ -989,6 +1043,90 @@ class _ReadCache:
             for pairs in lists.values():
                 for _, other in pairs:
                     self.nodes.setdefault(other.id, other)
+
+
+@dataclass(frozen=True)
+class _KindLexicon:
+    """The term counts of every node of one kind as of one sync token, read from the nodes'
+    stored ``tokens``, and the BM25 statistics that sync stored: what scores a lexical search
+    of the kind here, with :func:`graph.cypher.bm25_scores`' arithmetic on every node that
+    holds a query term instead of on Lucene's best candidates (so the same scores, to the
+    bit, and the exact top ``k``). About 10 MB at 10,000 skills."""
+
+    ids: tuple[str, ...]
+    postings: Postings
+    statistics: Mapping[str, float] | None
+    """None: the statistics were written by an older version (searched in two steps)."""
+    tfs: npt.NDArray[np.float64]
+    norms: npt.NDArray[np.float64]
+    """Each node's ``k1 * (1 - b + b * length / average_length)``."""
+
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> _KindLexicon:
+        """From a ``postings`` row of :func:`graph.cypher.hybrid_searches`."""
+        postings = Postings.of(document.split(" ") if document else []
+                               for document in row["documents"])
+        statistics = _bm25_statistics(row)
+        k1, b = cypher.BM25_K1, cypher.BM25_B
+        lengths = postings.lengths.astype(np.float64)
+        average_length = statistics["average_length"] if statistics else 0.0
+        norms = (k1 * (1 - b + b * lengths / average_length) if average_length
+                 else np.full(postings.size, k1))
+        return cls(tuple(row["ids"]), postings, statistics, postings.tfs.astype(np.float64),
+                   norms)
+
+    def top(self, tokens: Sequence[str], k: int) -> list[tuple[str, float]] | None:
+        """The best ``k`` nodes for the query ``tokens`` with their lexical scores on the
+        embedded store's 0..1 scale, best first (ties by id), only scores above zero; None
+        without statistics, when some node holds a query term (the two-step search's case)."""
+        where, indptr = self.postings.vocabulary, self.postings.indptr
+        dfs = {term: int(indptr[t + 1] - indptr[t]) for term in cypher.query_terms(tokens)
+               if (t := where.get(term)) is not None}
+        if self.statistics is None:
+            return None if dfs else []
+        mean_idf = self.statistics["mean_idf"]
+        idfs = cypher.term_idfs(tokens, self.postings.size, dfs, mean_idf)
+        bound = cypher.bm25_bound(tokens, idfs, mean_idf)
+        if bound <= 0:
+            return []
+        gain = cypher.BM25_K1 + 1
+        scores = np.zeros(self.postings.size, dtype=np.float64)
+        for term in tokens:  # each occurrence, in order: the sums of bm25_scores, term by term
+            idf = idfs.get(term)
+            if idf is None:
+                continue
+            t = where[term]
+            start, stop = int(indptr[t]), int(indptr[t + 1])
+            docs, tfs = self.postings.docs[start:stop], self.tfs[start:stop]
+            scores[docs] += idf * tfs * gain / (tfs + self.norms[docs])
+        found = np.flatnonzero(scores > 0)
+        shares = scores[found] / bound
+        if len(found) > k:  # the k best, and every node tied with the last of them
+            least = np.partition(shares, len(shares) - k)[len(shares) - k]
+            best = shares >= least
+            found, shares = found[best], shares[best]
+        hits = sorted(zip((self.ids[i] for i in found.tolist()), shares.tolist(), strict=True),
+                      key=lambda hit: (-hit[1], hit[0]))
+        return hits[:k]
+
+
+@dataclass(frozen=True)
+class _Lexicon:
+    """The :class:`_KindLexicon` of each kind read so far under one sync token."""
+
+    token: str | None
+    kinds: Mapping[NodeKind, _KindLexicon]
+
+
+def _bm25_statistics(row: Mapping[str, Any]) -> dict[str, float] | None:
+    """A kind's BM25 statistics from a search row (``statistics`` the stored JSON,
+    ``mean_idf`` the number); None for a graph synced before ``mean_idf`` was stored as a
+    number or without ``average_length``."""
+    vocabulary = json.loads(row["statistics"] or "{}")
+    if row["mean_idf"] is None or "average_length" not in vocabulary:
+        return None
+    return {"mean_idf": float(vocabulary.get("mean_idf", 0.0)),
+            "average_length": float(vocabulary["average_length"])}
 
 
 NEIGHBORS_AHEAD = 5

@@ -19,7 +19,6 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,12 +32,12 @@ def main() -> int:
     parser.add_argument("--no-gloss", action="store_true", help="search the requests as written")
     args = parser.parse_args()
     from skillgrove.graph.glossary import english_gloss
-    from skillgrove.graph.retrieval import DEFAULT_CONFIG
+    from skillgrove.graph.stages import DEFAULT_SETTINGS
     from skillgrove.runtime.engine import Skillgrove
 
     index = args.index or Path(tempfile.mkdtemp(prefix="skillgrove-zh-"))
     engine = Skillgrove([args.corpus], index=index,
-                        retrieval=replace(DEFAULT_CONFIG, use_gloss=not args.no_gloss))
+                        retrieval=DEFAULT_SETTINGS.but(skills={"gloss": not args.no_gloss}))
     folder = {skill.id: Path(str(skill.folder)).name for skill in engine.library.skills.values()}
     rows = [json.loads(line) for line in (HERE / "chinese_requests.jsonl").open(encoding="utf-8")]
     found: dict[str, list[int]] = {}

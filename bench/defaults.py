@@ -32,7 +32,8 @@ from baseline import evaluate as baseline_evaluate
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever
+from skillgrove.graph.retrieval import Retriever
+from skillgrove.graph.stages import DEFAULT_SETTINGS
 from skillgrove.runtime.bench import _build, aggregate, read_dataset, score_query
 from skillgrove.runtime.commands import cache_path
 
@@ -41,16 +42,16 @@ DEFAULT_SETS = ("toollinkos", "sealtools-in", "toollens")
 
 GRID: dict[str, dict[str, Any]] = {
     "defaults": {},
-    "select_min 0.15": {"select_min": 0.15},
-    "select_ratio 0.7": {"select_ratio": 0.7},
-    "select_ratio 0.7, select_min 0.15": {"select_ratio": 0.7, "select_min": 0.15},
-    "fit_min_cosine 0.25": {"fit_min_cosine": 0.25},
-    "fit_min_cosine off": {"fit_min_cosine": None},
-    "skill_vector_weight 0.25": {"skill_vector_weight": 0.25},
-    "skill_vector_weight 0.75": {"skill_vector_weight": 0.75},
+    "minimum 0.15": {"minimum": 0.15},
+    "ratio 0.7": {"ratio": 0.7},
+    "ratio 0.7, minimum 0.15": {"ratio": 0.7, "minimum": 0.15},
+    "fit_cosine 0.25": {"fit_cosine": 0.25},
+    "fit_cosine off": {"fit_cosine": None},
+    "vector_weight 0.25": {"vector_weight": 0.25},
+    "vector_weight 0.75": {"vector_weight": 0.75},
 }
-"""The settings tried: each changes the shipped defaults (``RetrievalConfig``) in one place or
-two. Flat retrieval fits nothing, so these are exactly what a new library answers with."""
+"""The settings tried: each changes the shipped defaults of the candidate-skill stage
+(``graph/stages/skills.py``, ``SkillSettings``) in one place or two. Flat retrieval fits nothing, so these are exactly what a new library answers with."""
 
 
 def measure(folder: Path, encoder: CachedEncoder, limit: int) -> dict[str, dict[str, Any]]:
@@ -63,7 +64,7 @@ def measure(folder: Path, encoder: CachedEncoder, limit: int) -> dict[str, dict[
                                    lambda path: EmbeddedStore(path / "graph.sqlite"))
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         for name, changes in GRID.items():
-            retriever = Retriever(store, encoder, replace(RetrievalConfig(), **changes))
+            retriever = Retriever(store, encoder, DEFAULT_SETTINGS.but(skills=changes))
             rows = [score_query(retriever.search(query.request), query, ids_by_name, False)
                     for query in queries]
             metrics = aggregate(rows, [])

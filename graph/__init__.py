@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
     from skillgrove.graph.indexer import IndexResult, build_graph, index_library
     from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-    from skillgrove.graph.retrieval import RetrievalConfig, Retriever
+    from skillgrove.graph.retrieval import Retriever
+    from skillgrove.graph.stages import Settings
     from skillgrove.graph.store import GraphStore
     from skillgrove.graph.toolbox import RequestContext, Toolbox
 
@@ -34,7 +35,7 @@ _WHERE = {
     "IndexResult": "indexer", "build_graph": "indexer", "index_library": "indexer",
     "Edge": "model", "EdgeKind": "model", "NodeKind": "model", "NodeRecord": "model",
     "SyncReport": "model",
-    "RetrievalConfig": "retrieval", "Retriever": "retrieval",
+    "Retriever": "retrieval", "Settings": "stages",
     "RequestContext": "toolbox", "Toolbox": "toolbox",
     "GraphStore": "store",
 }
@@ -54,9 +55,9 @@ __all__ = [
     "NodeKind",
     "NodeRecord",
     "RequestContext",
-    "RetrievalConfig",
     "Retriever",
     "SentenceTransformerEncoder",
+    "Settings",
     "StoreError",
     "SyncReport",
     "Toolbox",

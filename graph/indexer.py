@@ -35,6 +35,7 @@ from skillgrove.graph.model import (
     vector_digest,
 )
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
+from skillgrove.graph.stages import FITTED_KEY
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library
 
@@ -1008,7 +1009,8 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
                   runs: Sequence[Mapping[str, Any]] = (),
                   write_lock: AbstractContextManager[Any] | None = None,
                   meta: Mapping[str, str] | None = None,
-                  transitions: Mapping[tuple[str, str], float] | None = None) -> IndexResult:
+                  transitions: Mapping[tuple[str, str], float] | None = None,
+                  fitted: str | None = None) -> IndexResult:
     """Embed what is new, then write the graph and its metadata in one transaction.
 
     The slow part (embedding, fitting the router) happens first; only the write runs under
@@ -1016,7 +1018,9 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
     answering during a re-index and every search sees the old index or the new one. The
     generation, the router and ``meta`` (the engine's library fingerprint and paths) commit
     with the graph: a process killed at any moment leaves a graph whose metadata describes
-    it, and a reader that sees a new generation sees the graph it names."""
+    it, and a reader that sees a new generation sees the graph it names. ``fitted``: the
+    retrieval settings fitted on the library's history (``graph.stages.FITTED_KEY``; "" for
+    the defaults), part of the generation so that every reader takes them up with it."""
     started = time.perf_counter()
     before = getattr(encoder, "embedded", 0)
     similar = stored_similar(store)
@@ -1029,9 +1033,11 @@ def index_library(library: Library, store: GraphStore, encoder: Encoder,
         entries = {ROUTER_KEY: text, ROUTER_DIGEST_KEY: router_digest,
                    ROUTER_INPUT_KEY: fitted_on,
                    GENERATION_KEY: generation_with(nodes, others, similar, encoder.name,
-                                                   router_digest),
+                                                   router_digest,
+                                                   *([text_digest(fitted)] if fitted else [])),
                    "model": encoder.name, "roots": "\n".join(str(r) for r in library.roots),
-                   **similar.meta, **(meta or {})}
+                   **similar.meta, **(meta or {}),
+                   **({FITTED_KEY: fitted} if fitted is not None else {})}
         with write_lock or nullcontext():
             report = store.sync(nodes, vectors, edges, entries)
     return IndexResult(report, sum(1 for n in nodes if n.kind is NodeKind.SKILL),

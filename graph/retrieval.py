@@ -1,32 +1,21 @@
-"""Two-tier retrieval: a group that solves the whole task first, else single skills plus co-use.
+"""Retrieval: the toolbox for a request, from the four stages of ``graph/stages`` run in turn.
 
-**Group tier.** Every group is scored by a hybrid of its vector similarity to the request (cosine,
-all-MiniLM-L6-v2) and its lexical score (BM25 divided by the best score the request could reach,
-so it lies in 0..1 and means the same for every request)::
-
-    group_score = 0.75 * cosine + 0.25 * lexical        (x 0.5 when the quality filter demotes it)
-
-With two or more groups the index also holds a **group router** (``graph/router.py``): a linear
-discriminant fitted on every example of every group. It decides *which* group (its posterior is
-the ``router`` entry of the explanation); the similarity above decides *whether* that group fits.
-Without a router, the group with the best similarity is the choice.
-
-The chosen group is taken when it clears ``group_threshold`` (0.35 by default, calibrated on the
-bundled library; 0.20 for requests mostly in CJK script, see ``RetrievalConfig``) and beats the runner-up by ``group_margin``. It is then validated against the
-caller's context: all member skills must be available (else retrieval falls back, saying why);
-required inputs without a default must be known from the context, else they are listed as
-``missing_inputs`` and the toolbox is marked not ready.
-
-**Atomic tier.** BM25 and vector search each propose candidates, scored with the same hybrid as
-groups but with lexical and vector weighted equally (``skill_vector_weight``) (a score, unlike a rank fusion, says how well the best skill fits, which the selection
-cut needs); skills used recently in the context get a small boost, and the quality filter
-demotes skills that keep failing. The selected set is the top skill plus every
-skill within ``select_ratio`` of its score (at most ``select_max``).
-
-**Suggestions** ("usually used with ..."): companions of the top skills over CO_USED (weight),
-FLOWS_TO (declared dependencies and group steps) and CONTAINS (skills that share a group), leaving
-out what the answer already ranks. SIMILAR_TO joins substitutes, not companions, so it is not
-followed here.
+1. **Candidate skills** (``stages.skills``): each skill scored by a hybrid of its embedding's
+   cosine (all-MiniLM-L6-v2) and BM25 divided by the best score the request could reach (so it
+   lies in 0..1 and means the same for every request); a request mostly in Chinese is also
+   matched through its English gloss. Skills used recently get a small boost, and the quality
+   filter demotes skills that keep failing.
+2. **Candidate groups** (``stages.groups``): groups scored by the same hybrid over their text
+   and past requests; with two or more groups a **router** (``graph/router.py``), a linear
+   discriminant fitted on every example of every group, says *which* group, the similarity
+   *whether* it fits (``GroupSettings.threshold``). A chosen group must have every member
+   available, and required inputs the context does not hold are listed as ``missing_inputs``.
+3. **The planner** (``stages.plan``, ``graph/planner.py``): the group when it covers the tasks
+   the request states, the group adapted (a runner-up one or two skills away, a sibling for its
+   final step, a task beside it) when it nearly does, else a toolbox composed from the skills
+   that fit each task, ordered by the request, data flow, past runs and declared prerequisites.
+4. **Suggestions** (``stages.suggestions``): "usually used with", from runs, groups, flows and
+   the library's own texts.
 """
 
 from __future__ import annotations
@@ -58,6 +47,16 @@ from skillgrove.graph.planner import (
     stated_order,
 )
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter
+from skillgrove.graph.stages import (
+    DEFAULT_SETTINGS,
+    FITTED_KEY,
+    FinalSteps,
+    GroupSettings,
+    Settings,
+    Siblings,
+)
+from skillgrove.graph.stages.skills import fits, selection_cut
+from skillgrove.graph.stages.suggestions import suggest
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import as_matched, cjk_share
 from skillgrove.graph.toolbox import GroupChoice as GroupChoice
@@ -67,182 +66,38 @@ from skillgrove.graph.toolbox import Suggestion as Suggestion
 from skillgrove.graph.toolbox import Toolbox as Toolbox
 
 
-@dataclass(frozen=True)
-class RetrievalConfig:
-    group_threshold: float = 0.35
-    cjk_group_threshold: float = 0.20
-    """Requests mostly in CJK script score lower (their vector side is damped), so they are
-    held to a lower bar."""
-    cjk_min_lexical: float = 0.05
-    """A request mostly in CJK script gets a group only with at least this lexical evidence
-    for it (vectors alone say little there)."""
-    group_margin: float = 0.0
-    vector_weight: float = 0.75
-    skill_vector_weight: float = 0.5
-    """Single skills are matched with lexical and vector evidence weighted equally: skill texts
-    are short and full of names, where BM25 is as good a judge as the embedding (on ToolLens
-    history, 0.5 beats 0.75 by 3.5 points of recall@3)."""
-    cjk_vector_weight: float = 0.25
-    """all-MiniLM-L6-v2 was trained on English; for a request written mostly in CJK script its
-    similarities say little, so the lexical side (characters and bigrams) carries the score."""
-    use_gloss: bool = True
-    """A request mostly in Chinese is also matched against skills through its English
-    dictionary gloss (``graph/glossary.py``)."""
-    candidates: int = 50
-    example_candidates: int = 200
-    example_top: int = 1
-    whole_weight: float = 0.0
-    """How much a group's own text counts against its example vote (0: the better of the two;
-    otherwise ``whole_weight * text + (1 - whole_weight) * examples``)."""
-    """A group's example score is the mean of its best ``example_top`` example matches (1: the
-    best one alone). Averaging several is k-nearest-neighbour voting over past requests."""
-    recent_boost: float = 0.15
-    select_ratio: float = 0.85
-    select_min: float = 0.25
-    fit_min_cosine: float | None = 0.2
-    """A skill also fits on its own, whatever its hybrid score, when its embedding is at least
-    this near the request: a long request ("I'm preparing for the science fair and need
-    weather data for ...") shares few of its words with any one skill, so its lexical side is
-    small, while an off-topic one ("order pizza for the team") stays below 0.17 on the
-    bundled library (None: the hybrid score alone)."""
-    """A skill scoring below this is ranked but never selected: better an empty selection
-    ("nothing here fits") than five unrelated skills."""
-    select_max: int = 5
-    select_substitutes: bool = False
-    """Whether the selection may hold two skills joined by SIMILAR_TO (alternatives)."""
-    suggestions: int = 5
-    runner_up_ratio: float = 0.9
-    """Groups scoring at least this share of the chosen group's score are close runner-ups;
-    their other members lead the single-skill ranking."""
-    demote_factor: float = 0.5
-    router_min_confidence: float = 0.0
-    """With a group router, the chosen group must hold at least this share of its belief."""
-    fast_route_confidence: float = 2.0
-    """With a router whose words alone are at least this sure, the request is answered without
-    embedding it (see ``Retriever._fast_route``). Above 1 (the default) it never is;
-    ``skillgrove bench`` calibrates it on held-out history, where the fast route must be as
-    accurate as the full one on the requests it takes."""
-    extend_groups: bool = True
-    """A part of the request that the chosen group does not serve adds its own best skill
-    beside the group (``skillgrove bench`` keeps it only where history says it helps)."""
-    near_miss_margin: float = 1.0
-    """A runner-up group that differs from the chosen one by one or two skills replaces it
-    when the request's evidence for those skills gains more than this (1 or more: never;
-    ``skillgrove bench`` calibrates it on history)."""
-    near_miss_min_belief: float = 0.02
-    stand_in_margin: float = 1.0
-    """A skill named like one of the chosen group's final steps but for a part (its sibling:
-    `ebay-delete-item-from-cart` for `amazon-delete-item-from-cart`), which no candidate group
-    ends with, takes that step's place when the request's words match its part better by
-    more than this (the same word comparison as ``sibling_weight``). The members named with
-    the old part take the new one where such a skill exists (`amazon-user-login` becomes
-    `ebay-user-login`), and the answer is a composed toolbox, not the group. 1 or more:
-    never (the default; ``skillgrove bench`` calibrates it on history, where held-out rows
-    whose set no group covers are the case it is for)."""
-    target_weight: float = 0.0
-    """How much the request's evidence for a group's final steps (the skills no other step
-    waits for: what the group is *for*) counts against the router's belief when it ranks its
-    candidates: each of the router's top ten scores ``log(belief) + target_weight * evidence``.
-    A router fitted on two requests per group mistakes a shared word ("Amazon", "log in")
-    for the task; the final step's own description does not (0: the router alone;
-    ``skillgrove bench`` calibrates it on history)."""
-    target_vector_weight: float = 0.5
-    """The embedding's share of that evidence (the rest is BM25)."""
-    sibling_weight: float = 0.0
-    """How much the request's own words count when the router's likeliest candidates are
-    siblings: groups whose final steps are named alike but for a part ("...-by-country",
-    "...-by-city", "...-by-sub-region"; "add-apple-calendar-reminder", "add-google-...").
-    Each sibling's distinguishing part is matched with every word of the request by the
-    embedding ("Canada" is nearer "country" than "city"), centred on the siblings' mean, and
-    added to the log-belief with this weight (0: off). A router fitted on a few requests per
-    group has seen "Japan" and "New York", not "Canada"; the words of the names have.
-    Off by default: left out of one dev set at a time, two of the three choices turn it off
-    (ToolLens's held-out history: 93.4 set F1 off, 92.8 at 8; ToolLinkOS's: 94.1 off, 94.8
-    at 8). ``skillgrove bench`` fits it on a library's own held-out history."""
-    sibling_overlap: float = 0.3
-    """Groups are siblings of the router's first candidate when the words of their final steps'
-    names overlap with its own by at least this share (Jaccard)."""
-    single_skill_margin: float = 0.0
-    """The best single skill is the answer instead of the chosen group when it scores at least
-    the group's score plus this (1 or more: never). ``skillgrove bench`` calibrates it on
-    history."""
-    single_step_lead: float = 0.15
-    """The best single skill is also the answer when it is one of the group's steps, scores at
-    least ``single_step_ratio`` of the group's score, and leads every other step by this
-    much: the request asks for that step alone (1 or more: never). Calibrated on history."""
-    single_step_ratio: float = 0.85
-    clear_router: float = 0.6
-    """A request whose group the router holds at least this likely, alone, is clear: the
-    conversation does not change its answer."""
-    top_in_a_group: bool = False
-    """Whether a group answers only when the skill that fits the request best is in one of
-    the candidate groups (see ``Retriever.unsupported``). Off by default: an authored group
-    is meant for its task even where a reference skill outranks its steps; ``skillgrove
-    bench`` turns it on where held-out history says so (on ToolLinkOS with a fifth of its
-    tasks hidden from history, set F1 75.0 -> 80.9, edge F1 59.8 -> 72.5; on its full run
-    95.3 -> 95.2)."""
-    top_lead: float = 0.9
-    """...and none of the group's steps scores this share of that skill's score."""
-    group_support_depth: int | None = 5
-    """A group answers only when one of its steps is among this many best-ranked skills for
-    the request (None: off; ``skillgrove bench`` keeps it only where held-out history
-    agrees)."""
-    split_parts: bool = True
-    """Whether a request that asks for several things ("A, B and C", "A, then B") is answered
-    part by part (``Retriever._several_tasks``); off, the whole request's ranking is cut once
-    by ``select``."""
-    part_ratio: float = 0.5
-    """A part of the request gets a skill of its own only when that skill's evidence reaches
-    this share of the best part's: a part that matches nothing well is a detail of another."""
-    task_cover: float | None = 0.5
-    """A request that states tasks in turn ("..., then ...") gets a group only when the group
-    covers at least this share of them (see ``Retriever._with_task_cover``); otherwise a
-    toolbox composed for the tasks answers (None: off)."""
-    part_whole_depth: int = 10
-    """A part of a list (not one added with "then", "also", "after that") gets a skill of its
-    own only when the whole request ranks that skill among this many: a clause that is a
-    detail of the task ("... with version 2.3") finds a skill the request as a whole does not
-    want."""
-    partner_boost: float = 0.1
-    """How much more a part's candidate counts when it is known to run after a skill chosen
-    for an earlier part (FLOWS_TO from it); 0: off."""
-    plan_order: bool = True
-    """Whether the planner (``graph/planner.py``) orders a composed toolbox and turns a group's
-    edge round when the request states the other order; off, a composed toolbox keeps only
-    declared prerequisites and a group its learned order."""
-    closure_max: int = 12
-    """At most this many declared prerequisites join a single-skill answer (its dependency
-    closure); 0 turns the closure off."""
-    companions_max: int = 4
-    """At most this many companions of the closure's prerequisites are ranked after it."""
-    companion_min: float = 0.6
-    runner_up_min: float = 0.01
-    """With a group router, skills of other groups whose combined belief reaches this share
-    follow the chosen group's members in the ranking, likeliest first."""
-
-
-DEFAULT_CONFIG = RetrievalConfig()
-
-
 class Retriever:
     def __init__(self, store: GraphStore, encoder: Encoder,
-                 config: RetrievalConfig = DEFAULT_CONFIG) -> None:
+                 settings: Settings | None = None) -> None:
+        """``settings``: None, the ones ``skillgrove index`` fitted on the library's history
+        and stored with the index (``stages.FITTED_KEY``), else the defaults."""
         self.store = store
         self.encoder = encoder
-        self.config = config
+        self._given = settings
+        self._use(settings or DEFAULT_SETTINGS)
         self._state = _IndexState()
         self._words = _WordVectors(encoder)
 
+    def _use(self, settings: Settings) -> None:
+        self.settings = settings
+        # The group stage's settings where its helpers read them; whether the stage runs at
+        # all is ``settings.groups is None``.
+        self._groups = settings.groups or GroupSettings()
+
     def _refresh(self) -> _IndexState:
-        """The router and the memo of the index as it is now: one metadata read per search
-        while the index is unchanged (``index_generation``), the router reloaded only when its
-        digest changed. A store not written by ``index_library`` has no memo."""
+        """The router, the fitted settings and the memo of the index as it is now: one
+        metadata read per search while the index is unchanged (``index_generation``), the
+        router reloaded only when its digest changed. A store not written by
+        ``index_library`` has no memo."""
         state = self._state
         generation = self.store.get_meta(GENERATION_KEY) or ""
         if generation and generation == state.generation:
             if state.memo is not None and len(state.memo) > 4096:
                 state.memo.clear()
             return state
+        if self._given is None:
+            fitted = self.store.get_meta(FITTED_KEY) if generation else None
+            self._use(_fitted(fitted))
         key = self.store.get_meta(ROUTER_DIGEST_KEY) or ""
         router = state.router
         if key != state.router_key:
@@ -294,7 +149,7 @@ class Retriever:
             # its task (a group the router is sure of, or skills that fit on their own).
             alone = self.search(request, replace(context, conversation=()), k)
             router = float(alone.group.explanation.get("router", 1.0)) if alone.group else 0.0
-            if (alone.group is not None and router >= self.config.clear_router) or (
+            if (alone.group is not None and router >= self._groups.clear_router) or (
                     alone.group is None and alone.selected):
                 return replace(alone, latency_ms=(time.perf_counter() - started) * 1000)
         state = self._refresh()
@@ -311,9 +166,9 @@ class Retriever:
                     self._reads.text_search(NodeKind.SKILL, skill_query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
-            weight = self.config.cjk_vector_weight if cjk_share(request) > 0.3 else None
+            weight = self.settings.skills.cjk_vector_weight if cjk_share(request) > 0.3 else None
             gloss = english_gloss(request) if weight is not None and \
-                self.config.use_gloss else None
+                self.settings.skills.gloss else None
             glossed: tuple[str, Any] | None = None
             if gloss:
                 # The embedding reads a plainer sentence, one sense a word; BM25 gets two.
@@ -326,10 +181,11 @@ class Retriever:
             else:
                 vector, skill_vector = self.encoder.encode([query, skill_query])
             self._search_all_kinds(query, vector, state.router)
-            group, reason, candidates = self._group_tier(request, query, vector, context,
-                                                         state, weight)
+            grouped = self.settings.groups is not None
+            group, reason, candidates = self._group_tier(
+                request, query, vector, context, state, weight) if grouped else (None, None, [])
             skills = self._atomic_tier(skill_query, skill_vector, context, k, weight, glossed)
-            if group is None and glossed is not None:
+            if group is None and glossed is not None and grouped:
                 group, candidates, reason = self._glossed_group(
                     request, glossed, context, state, skills, group, candidates, reason)
             if group is not None and candidates:
@@ -352,7 +208,7 @@ class Retriever:
             placed = set(stand_in.members)
             skills = [*self._scored(stand_in.members, skills, stand_in.notes),
                       *(s for s in skills if s.id not in placed)]
-        elif group is None and fast is None and self.config.split_parts:
+        elif group is None and fast is None and self.settings.plan.parts:
             several = self._several_tasks(as_kinds, context, k, weight, skills)
             if several is not None:
                 skills, tops, parts = several
@@ -361,7 +217,7 @@ class Retriever:
         selected: tuple[str, ...]
         if group is not None:
             selected = group.members
-            if fast is None and self.config.extend_groups and self.config.split_parts:
+            if fast is None and self.settings.plan.extend_groups and self.settings.plan.parts:
                 extras = self._extra_tasks(request, group, context, k, weight)
                 if extras:
                     selected = group.members + tuple(e.id for e in extras)
@@ -380,11 +236,11 @@ class Retriever:
             # Nothing fits well enough to select, but the best candidate is still shown with
             # what it would need.
             _, skills, _ = self._with_prerequisites((skills[0].id,), skills)
-        if group is None and len(selected) > 1 and self.config.plan_order:
+        if group is None and len(selected) > 1 and self.settings.plan.order:
             selected, edges, plan_notes = self._planned(as_kinds, selected, skills, edges)
             if plan_notes:
                 reason = (reason + "; " if reason else "") + plan_notes
-        elif group is not None and fast is None and self.config.plan_order:
+        elif group is not None and fast is None and self.settings.plan.order:
             group = self._in_stated_order(request, group, context, k, weight)
         anchors = list(group.members) if group is not None else list(selected)
         # Companions of what the answer selects, not the selection itself. A skill that also
@@ -394,7 +250,7 @@ class Retriever:
         if state.memo is not None and key in state.memo:
             suggestions = state.memo[key]
         else:
-            suggestions = self._suggest(anchors, exclude=set(anchors))
+            suggestions = suggest(self._reads, anchors, set(anchors), self.settings.suggestions)
             if state.memo is not None:
                 state.memo[key] = suggestions
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
@@ -416,7 +272,7 @@ class Retriever:
             texts = [p.text for p in parts]
             glosses: dict[int, tuple[str, str]] = {}
             for index, text in enumerate(texts):
-                if weight is not None and self.config.use_gloss and cjk_share(text) > 0.3:
+                if weight is not None and self.settings.skills.gloss and cjk_share(text) > 0.3:
                     gloss = english_gloss(text)
                     if gloss:
                         glosses[index] = (gloss, english_gloss(text, kept=1) or gloss)
@@ -426,7 +282,7 @@ class Retriever:
             rankings = []
             for index, (text, vector) in enumerate(zip(texts, vectors, strict=False)):
                 glossed = (glosses[index][0], extra[index]) if index in glosses else None
-                own = self.config.cjk_vector_weight if cjk_share(text) > 0.3 else None
+                own = self.settings.skills.cjk_vector_weight if cjk_share(text) > 0.3 else None
                 rankings.append(self._atomic_tier(text, vector, context, k, own, glossed))
             reads.derived[key] = rankings
         return list(reads.derived[key])
@@ -466,7 +322,7 @@ class Retriever:
                 if i not in texts:
                     out.append(list(rankings[segment[0]]))
                     continue
-                own = self.config.cjk_vector_weight if cjk_share(texts[i]) > 0.3 else weight
+                own = self.settings.skills.cjk_vector_weight if cjk_share(texts[i]) > 0.3 else weight
                 out.append(self._atomic_tier(texts[i], vectors[i], context, k, own, None))
             reads.derived[key] = out
         return list(reads.derived[key])
@@ -489,7 +345,7 @@ class Retriever:
         if not rankings:
             return None
         best_part = max((r[0].score for r in rankings if r), default=0.0)
-        floor = self.config.part_ratio * best_part
+        floor = self.settings.plan.part_ratio * best_part
         parts = request_parts(request)
         # Tasks are what the request adds with "then", "also", "after that": each such
         # segment (its part and the list after it) gets its best skill, as a request of its
@@ -501,7 +357,7 @@ class Retriever:
             for segment, ranking in zip(segments, self._segment_rankings(
                     request, segments, rankings, context, k, weight), strict=True):
                 found = self._with_known_partner(ranking, list(chosen))
-                if found is not None and found[1] >= self.config.select_min \
+                if found is not None and found[1] >= self.settings.skills.minimum \
                         and found[0].id not in chosen:
                     chosen[found[0].id] = segment[0]
         else:
@@ -511,7 +367,7 @@ class Retriever:
                 chosen[sid] = min(ranks)[1]
         # Then the clauses of a list ("the forecast, the current weather and the time zone")
         # that no chosen skill answers (none among their first ``PART_COVER_DEPTH``).
-        agreed = {s.id: s for s in whole[:self.config.part_whole_depth]}
+        agreed = {s.id: s for s in whole[:self.settings.plan.part_whole_depth]}
         heads = {segment[0] for segment in segments}
         for index, ranking in enumerate(rankings):
             if index in heads and len(segments) > 1:
@@ -528,7 +384,7 @@ class Retriever:
             # the task ("... and version 2.3"): the skill must also be among the whole
             # request's first and fit it ("its time zone" alone comes near a transcript
             # parser; the request about the weather does not).
-            if evidence >= max(floor, self.config.select_min) and best.id not in chosen \
+            if evidence >= max(floor, self.settings.skills.minimum) and best.id not in chosen \
                     and best.id in agreed and self.fits(agreed[best.id]):
                 chosen[best.id] = index
         if len(chosen) < 2:
@@ -559,14 +415,14 @@ class Retriever:
         if not ranking:
             return None
         partners: set[str] = set()
-        if chosen and self.config.partner_boost > 0:
+        boost = self.settings.plan.partner_boost
+        if chosen and boost:
             reads = self._reads
             reads.fetch(neighbors=chosen)
             partners = {edge.dst for sid in chosen
                         for edge, _ in reads.neighbors(sid, [EdgeKind.FLOWS_TO])
                         if edge.src == sid}
-        boost = self.config.partner_boost
-        scored = [(s.score + (boost if s.id in partners else 0.0), s)
+        scored = [(s.score + (boost if boost and s.id in partners else 0.0), s)
                   for s in ranking[:PARTNER_DEPTH]]
         evidence, best = max(scored, key=lambda t: t[0])
         return best, evidence
@@ -582,11 +438,12 @@ class Retriever:
         evidence (single-skill score) of the skills it adds minus that of the skills it drops,
         each measured against the chosen group's mean member evidence; the best gain above
         ``near_miss_margin`` wins."""
-        cfg = self.config
-        if cfg.near_miss_margin >= 1.0:
+        margin = self.settings.plan.near_miss
+        if margin is None:
             return group
-        skill_weight = cfg.skill_vector_weight if weight is None else weight
-        lexical = dict(self._reads.text_search(NodeKind.SKILL, query, cfg.candidates))
+        skill_weight = self.settings.skills.vector_weight if weight is None else weight
+        lexical = dict(self._reads.text_search(NodeKind.SKILL, query,
+                                               self.settings.skills.candidates))
         memo: dict[str, float] = {}
 
         def evidence(sid: str) -> float:
@@ -607,7 +464,7 @@ class Retriever:
         level = sum(evidence(m) for m in chosen) / len(chosen)
         best: tuple[float, NodeRecord, float] | None = None
         for gid, belief in candidates[1:6]:
-            if gid == group.id or belief < cfg.near_miss_min_belief:
+            if gid == group.id or belief < self.settings.plan.near_miss_min_belief:
                 continue
             record = self._reads.node(gid)
             if record is None or _demotion(record) or self._unavailable_members(record):
@@ -618,7 +475,7 @@ class Retriever:
                 continue
             gain = (sum(evidence(m) - level for m in added)
                     - sum(evidence(m) - level for m in dropped))
-            if gain > cfg.near_miss_margin and (best is None or gain > best[0]):
+            if gain > margin and (best is None or gain > best[0]):
                 best = (gain, record, belief)
         if best is None:
             return group
@@ -633,10 +490,10 @@ class Retriever:
         """The chosen group with a sibling in place of its target (the final step nearest the
         request), when the request names the sibling's part (a word at least
         ``STAND_IN_MIN_SIMILARITY`` like it) and no candidate group ends with it (see
-        ``RetrievalConfig.stand_in_margin``); None otherwise. Other final steps are left
+        ``PlanSettings.stand_in``); None otherwise. Other final steps are left
         alone: a setter no step waits for is no target."""
-        cfg = self.config
-        if cfg.stand_in_margin >= 1.0:
+        margin = self.settings.plan.stand_in
+        if margin is None:
             return None
         reads = self._reads
         record = reads.node(group.id)
@@ -648,7 +505,8 @@ class Retriever:
             return None
         final = max(nearness, key=lambda f: (nearness[f], f))
         covered = {m for gid, _ in candidates for m in _final_members(reads.node(gid))}
-        hits = [sid for sid, _ in reads.text_search(NodeKind.SKILL, query, cfg.candidates)
+        hits = [sid for sid, _ in reads.text_search(NodeKind.SKILL, query,
+                                                    self.settings.skills.candidates)
                 if sid not in group.members and sid not in covered]
         reads.fetch(nodes=[final, *hits])
         target = reads.node(final)
@@ -671,7 +529,7 @@ class Retriever:
             terms, list(dict.fromkeys(p for _, old, new in pairs for p in (old, new))))
         gain, sibling, old, new = max((nearest[new][0] - nearest[old][0], sid, old, new)
                                       for sid, old, new in pairs)
-        if gain <= cfg.stand_in_margin or nearest[new][0] < STAND_IN_MIN_SIMILARITY:
+        if gain <= margin or nearest[new][0] < STAND_IN_MIN_SIMILARITY:
             return None
         renamed = self._renamed(group.members, final, sibling, old.split(), new.split())
         members = tuple(renamed.get(m, m) for m in group.members)
@@ -744,7 +602,7 @@ class Retriever:
         members = set(group.members)
         extras: dict[str, ScoredSkill] = {}
         rankings = self._part_rankings(request, context, k, weight)
-        floor = self.config.part_ratio * max((r[0].score for r in rankings if r), default=0.0)
+        floor = self.settings.plan.part_ratio * max((r[0].score for r in rankings if r), default=0.0)
         parts = request_parts(request)
         for index, ranking in enumerate(rankings, 1):
             if parts[index - 1].join is not Join.SEQUENCE:
@@ -858,25 +716,25 @@ class Retriever:
         must be among the first ``group_support_depth`` skills the request ranks: a group
         matched by the domain's words alone ("search a title, then fetch its details" for
         every request about films) is left for the skills the request names."""
-        cfg = self.config
         cover = group.explanation.get("tasks_covered")
-        if cfg.task_cover is not None and isinstance(cover, tuple) \
-                and cover[0] < cfg.task_cover * cover[1]:
+        if self.settings.plan.task_cover is not None and isinstance(cover, tuple) \
+                and cover[0] < self.settings.plan.task_cover * cover[1]:
             return (f"the group '{group.name}' covers {cover[0]} of the {cover[1]} tasks the "
                     "request states")
         if not skills or not self.fits(skills[0]) or "gloss" in skills[0].explanation:
             return None
         top = skills[0]
-        if cfg.top_in_a_group and top.id not in group.members:
+        lead = self._groups.top_lead
+        if lead is not None and top.id not in group.members:
             reads = self._reads
             reads.fetch(nodes=[gid for gid, _ in candidates])
             held = {m for gid, _ in candidates for m in _listed(reads.node(gid), "members")}
             steps = set(group.members)
             nearest = max((s.score for s in skills if s.id in steps), default=0.0)
-            if top.id not in held and nearest < cfg.top_lead * top.score:
+            if top.id not in held and nearest < lead * top.score:
                 return (f"no group holds '{top.name}', the skill that fits the request best; "
                         f"'{group.name}' shares other steps with it")
-        depth = cfg.group_support_depth
+        depth = self._groups.support_depth
         if depth is None or set(group.members) & {s.id for s in skills[:depth]}:
             return None
         return (f"the group '{group.name}' fits the words, but none of its steps is among the "
@@ -894,7 +752,6 @@ class Retriever:
         tasks in turn ("check the invoice and add it to the ledger, then email finance") asks
         for more than one skill: there the group's cover of those tasks decides
         (``unsupported``), not this rule."""
-        cfg = self.config
         if not skills or not self.fits(skills[0]) or (request and stated_order(
                 request_parts(request))):
             return None
@@ -906,10 +763,11 @@ class Retriever:
         lead = single_step_lead(top, group, skills)
         inside = "one of its steps" if top.id in group.members else "not one of its steps"
         extra = len(group.members) - (1 if top.id in group.members else 0)
-        if cfg.single_skill_margin < 1.0 and top.score >= group.score + cfg.single_skill_margin:
+        margin, step_lead = self._groups.one_skill_margin, self._groups.step_lead
+        if margin is not None and top.score >= group.score + margin:
             why = f"scores {top.score:.2f}, the group '{group.name}' {group.score:.2f}"
-        elif (cfg.single_step_lead < 1.0 and lead is not None and lead >= cfg.single_step_lead
-              and top.score >= cfg.single_step_ratio * group.score):
+        elif (step_lead is not None and lead is not None and lead >= step_lead
+              and top.score >= self._groups.step_ratio * group.score):
             why = (f"scores {top.score:.2f}, {lead:.2f} ahead of every other step of "
                    f"'{group.name}' ({group.score:.2f})")
         else:
@@ -929,8 +787,8 @@ class Retriever:
         feeds which skill."""
         from skillgrove.graph.learning import acyclic_edges, topological_order
 
-        budget = self.config.closure_max
-        if budget <= 0:
+        budget = self.settings.plan.closure
+        if budget is None or budget <= 0:
             return tuple(selected), skills, ()
         chosen = set(selected)
         records: dict[str, NodeRecord] = {}
@@ -1038,7 +896,7 @@ class Retriever:
                     scored.append((float(np.dot(base, vector)), other))
             scored.sort(key=lambda t: (-t[0], t[1].name))
             for cosine, other in scored[:3]:
-                if cosine < self.config.companion_min:
+                if cosine < self.settings.plan.companion_min:
                     break
                 needs = {e.src for e, _ in self._reads.neighbors(other.id, [EdgeKind.FLOWS_TO])
                          if e.dst == other.id and e.props.get("declared")}
@@ -1052,7 +910,7 @@ class Retriever:
                             bool(record.data.get("available", True)),
                             {"companion_of": records[pid].name, "companion_of_id": pid,
                              "similar": round(weight, 4)})
-                for weight, record, pid in ranked[: self.config.companions_max]]
+                for weight, record, pid in ranked[: self.settings.plan.companions_max]]
 
     def _fast_route(self, query: str, context: RequestContext, router: GroupRouter | None,
                     ) -> tuple[GroupChoice, list[tuple[str, float]]] | None:
@@ -1062,15 +920,15 @@ class Retriever:
         Only where every request is routed to a group (``group_threshold`` not above 0: the
         similarity bar needs the embedding) and the chosen group needs no second look
         (not demoted, every member available); anything else takes the full path."""
-        cfg = self.config
-        if cfg.fast_route_confidence > 1.0 or cfg.group_threshold > 0 \
-                or cfg.group_support_depth is not None or cfg.top_in_a_group:
+        least = self._groups.fast_route
+        if least is None or self._groups.threshold > 0 \
+                or self._groups.support_depth is not None or self._groups.top_lead is not None:
             return None
         if router is None or router.lexical is None:
             return None
         ranked = router.lexical_top(query, 10)
         confidence, best_id = ranked[0]
-        if confidence < cfg.fast_route_confidence:
+        if confidence < least:
             return None
         reads = self._reads
         reads.fetch(nodes=[gid for _, gid in ranked])
@@ -1079,7 +937,7 @@ class Retriever:
         if record is None or _demotion(record) or self._unavailable_members(record):
             return None
         explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical"}
-        choice = _choice(record, confidence, cfg.group_threshold, explanation, context)
+        choice = _choice(record, confidence, self._groups.threshold, explanation, context)
         return choice, [(gid, round(p, 4)) for p, gid in ranked]
 
     def _close_runner_ups_first(self, group: GroupChoice,
@@ -1097,7 +955,7 @@ class Retriever:
         chosen = set(group.members)
         share: dict[str, float] = {}
         source: dict[str, tuple[str, float]] = {}
-        cutoff = group.score * self.config.runner_up_ratio
+        cutoff = group.score * self._groups.runner_up_ratio
         reads = self._reads
         reads.fetch(nodes=[gid for gid, _ in candidates[1:]])
         reads.fetch(nodes=[m for gid, _ in candidates[1:] for m in _listed(reads.node(gid),
@@ -1113,7 +971,7 @@ class Retriever:
                 share[member] = share.get(member, 0.0) + (score if routed else -rank)
                 source.setdefault(member, (gid, score))
         if routed:
-            share = {m: v for m, v in share.items() if v >= self.config.runner_up_min}
+            share = {m: v for m, v in share.items() if v >= self._groups.runner_up_min}
         by_id = {s.id: s for s in skills}
         front: list[ScoredSkill] = []
         for member in sorted(share, key=lambda m: -share[m]):
@@ -1136,11 +994,11 @@ class Retriever:
     def _search_all_kinds(self, query: str, vector: Any, router: GroupRouter | None) -> None:
         """Runs the lexical and vector searches of the request that the group and atomic tiers
         will make, each kind at the depth it will ask for, in one batch each."""
-        cfg = self.config
-        examples = cfg.candidates if router is not None else cfg.example_candidates
-        limits = {NodeKind.SKILL: cfg.candidates, NodeKind.GROUP: cfg.candidates,
+        skills, groups = self.settings.skills.candidates, self._groups.candidates
+        examples = groups if router is not None else self._groups.example_candidates
+        limits = {NodeKind.SKILL: skills, NodeKind.GROUP: groups,
                   NodeKind.EXAMPLE: examples}
-        self._reads.hybrid_searches(query, vector, limits, {NodeKind.SKILL: cfg.candidates}
+        self._reads.hybrid_searches(query, vector, limits, {NodeKind.SKILL: skills}
                                     if router is not None else limits)
 
     def _fetch_routed(self, gids: Sequence[str], best_id: str, query: str, vector: Any,
@@ -1149,24 +1007,27 @@ class Retriever:
         records and vectors the rest of the search reads of what they name (the chosen
         group's examples, every ranked group's members) and the vectors of the lexical-only
         candidates."""
-        reads, cfg = self._reads, self.config
-        _, lexical_only = reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+        reads = self._reads
+        _, lexical_only = reads.candidates(NodeKind.SKILL, query, vector,
+                                           self.settings.skills.candidates)
         record = reads.node(best_id)
         eids = self._example_ids(best_id, record, state) if record is not None else []
         members = [m for gid in gids for m in _listed(reads.node(gid), "members")]
         reads.fetch(nodes=[*eids, *members],
                     vectors=[*eids, best_id, *lexical_only,
-                             *(members if cfg.near_miss_margin < 1.0 else ())])
+                             *(members if self.settings.plan.near_miss is not None else ())])
 
     def _fetch_similar(self, query: str, vector: Any) -> None:
         """Without a router: the records and vectors of every kind's candidates, in two waves:
         the candidates; then the groups their examples name, the candidate groups' members
         and the vectors of the lexical-only candidates."""
-        reads, cfg = self._reads, self.config
-        groups, groups_lexical = reads.candidates(NodeKind.GROUP, query, vector, cfg.candidates)
+        reads = self._reads
+        groups, groups_lexical = reads.candidates(NodeKind.GROUP, query, vector,
+                                                  self._groups.candidates)
         examples, examples_lexical = reads.candidates(NodeKind.EXAMPLE, query, vector,
-                                                      cfg.example_candidates)
-        skills, skills_lexical = reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+                                                      self._groups.example_candidates)
+        skills, skills_lexical = reads.candidates(NodeKind.SKILL, query, vector,
+                                                  self.settings.skills.candidates)
         reads.fetch(nodes=[*groups, *examples, *skills])
         named = [gid for gid in (_group_of(reads.node(eid)) for eid in examples) if gid]
         members = [m for gid in groups for m in _listed(reads.node(gid), "members")]
@@ -1178,13 +1039,13 @@ class Retriever:
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
                     state: _IndexState, weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
-        cfg = self.config
         router = state.router
         confidence: float | None = None
         if router is None:
             self._fetch_similar(query, vector)
-            whole = self._hybrid(NodeKind.GROUP, query, vector, cfg.candidates, weight=weight)
-            examples = self._hybrid(NodeKind.EXAMPLE, query, vector, cfg.example_candidates,
+            whole = self._hybrid(NodeKind.GROUP, query, vector, self._groups.candidates,
+                                 weight=weight)
+            examples = self._hybrid(NodeKind.EXAMPLE, query, vector, self._groups.example_candidates,
                                     weight)
             fits = self._group_fits(whole, examples, set(whole), vector, weight)
             if not fits:
@@ -1196,12 +1057,13 @@ class Retriever:
             runner_up = scored[1][0] if len(scored) > 1 else 0.0
         else:
             ranked = router.top(query, vector, 10)
-            skills, _ = self._reads.candidates(NodeKind.SKILL, query, vector, cfg.candidates)
+            skills, _ = self._reads.candidates(NodeKind.SKILL, query, vector,
+                                               self.settings.skills.candidates)
             self._reads.fetch(nodes=[*(gid for _, gid in ranked), *skills])
             for index, (p, gid) in enumerate(ranked):
                 record = self._reads.node(gid)
                 if record is not None and _demotion(record):
-                    ranked[index] = (p * cfg.demote_factor, gid)
+                    ranked[index] = (p * self.settings.demote_factor, gid)
             ranked.sort(key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(p, 4)) for p, gid in ranked]
             confidence, best_id = ranked[0]
@@ -1212,14 +1074,15 @@ class Retriever:
             # Only the chosen group's similarity is needed (for the threshold): its examples
             # are the only ones scored.
             examples = self._examples_of(best_id, query, vector, state, weight)
-            lexical = dict(self._reads.text_search(NodeKind.GROUP, query, cfg.candidates))
+            lexical = dict(self._reads.text_search(NodeKind.GROUP, query,
+                                                   self._groups.candidates))
             whole = {best_id: self._hybrid_one(best_id, vector, weight,
                                                lexical.get(best_id, 0.0))}
             fits = self._group_fits(whole, examples, {best_id}, vector, weight)
             best_score, explanation = fits[best_id]
             explanation["router"] = round(confidence, 4)
             if targeted is not None:
-                if self.config.target_weight > 0:
+                if self._groups.final_steps is not None:
                     explanation["final_step_evidence"] = round(targeted[2], 4)
                 sibling = targeted[3]
                 if sibling is not None:
@@ -1230,7 +1093,7 @@ class Retriever:
                     explanation["router_first"] = self._reads.node(  # type: ignore[union-attr]
                         ranked[0][1]).name
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
-        threshold = cfg.group_threshold if weight is None else cfg.cjk_group_threshold
+        threshold = self._groups.threshold if weight is None else self._groups.cjk_threshold
         if best_score < threshold:
             name = self._reads.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group fits: the best, '{name}', scores {best_score:.2f}, below "
@@ -1240,18 +1103,18 @@ class Retriever:
             # evidence for the group (its text or its best example), not vectors alone.
             best_lexical = max(float(explanation.get("lexical", 0.0)), float(
                 explanation.get("example", {}).get("lexical", 0.0)))
-            if best_lexical < cfg.cjk_min_lexical:
+            if best_lexical < self._groups.cjk_min_lexical:
                 name = self._reads.node(best_id).name  # type: ignore[union-attr]
                 return None, (f"no group fits: the best, '{name}', shares almost no words with "
                               f"the request (lexical {best_lexical:.2f}, needs "
-                              f"{cfg.cjk_min_lexical:.2f} for a request in CJK script)"), \
+                              f"{self._groups.cjk_min_lexical:.2f} for a request in CJK script)"), \
                     candidates
-        if confidence is not None and confidence < cfg.router_min_confidence:
+        if confidence is not None and confidence < self._groups.router_min_confidence:
             name = self._reads.node(best_id).name  # type: ignore[union-attr]
             return None, (f"no group is clearly meant: the likeliest, '{name}', has only "
                           f"{confidence:.0%} of the router's belief (needs "
-                          f"{cfg.router_min_confidence:.0%})"), candidates
-        if best_score - runner_up < cfg.group_margin:
+                          f"{self._groups.router_min_confidence:.0%})"), candidates
+        if best_score - runner_up < self._groups.margin:
             return None, "two groups fit equally well; falling back to skills", candidates
         record = self._reads.node(best_id)
         assert record is not None
@@ -1266,25 +1129,27 @@ class Retriever:
                         ) -> tuple[float, str, float, SiblingEvidence | None] | None:
         """(router belief, group id, evidence, its sibling evidence) of the router candidate
         that scores best once the request's evidence for each candidate's final steps (see
-        ``RetrievalConfig.target_weight``) and its words for the part that sets siblings apart
-        (``sibling_weight``) are weighed in; None when neither applies."""
-        cfg = self.config
-        siblings = self._sibling_evidence(ranked, query) \
-            if weight is None and cfg.sibling_weight > 0 else {}
-        if (cfg.target_weight <= 0 and not siblings) or not ranked:
+        ``GroupSettings.final_steps``) and its words for the part that sets siblings apart
+        (``GroupSettings.siblings``) are weighed in; None when neither applies."""
+        final, kin = self._groups.final_steps, self._groups.siblings
+        siblings = self._sibling_evidence(ranked, query, kin.overlap) \
+            if weight is None and kin is not None else {}
+        if (final is None and not siblings) or not ranked:
             return None
-        pairs = self._final_step_pairs(ranked, query, vector) if cfg.target_weight > 0 else {}
-        share = cfg.target_vector_weight if weight is None else weight
+        pairs = self._final_step_pairs(ranked, query, vector) if final is not None else {}
+        share = (final.vector_share if final is not None else FinalSteps(0.0).vector_share) \
+            if weight is None else weight
         at, evidence = weigh_final_steps(
-            [(belief, pairs.get(gid, [])) for belief, gid in ranked], cfg.target_weight, share,
-            [cfg.sibling_weight * siblings[gid].lead if gid in siblings else 0.0
+            [(belief, pairs.get(gid, [])) for belief, gid in ranked],
+            final.weight if final is not None else 0.0, share,
+            [kin.weight * siblings[gid].lead if kin is not None and gid in siblings else 0.0
              for _, gid in ranked])
         return ranked[at][0], ranked[at][1], evidence, siblings.get(ranked[at][1])
 
     def _sibling_evidence(self, ranked: Sequence[tuple[float, str]], query: str,
-                          ) -> dict[str, SiblingEvidence]:
+                          overlap: float) -> dict[str, SiblingEvidence]:
         """Group id -> how much better than its siblings the request's words match the part
-        of its final steps' names that sets it apart (see ``RetrievalConfig.sibling_weight``);
+        of its final steps' names that sets it apart (see ``GroupSettings.siblings``);
         empty when the router's first candidates are not siblings."""
         if len(ranked) < 2:
             return {}
@@ -1294,7 +1159,7 @@ class Retriever:
         reads.fetch(nodes=[m for ids in finals.values() for m in ids])
         words = {gid: name_words(r.name for m in ids if (r := reads.node(m)) is not None)
                  for gid, ids in finals.items()}
-        parts = distinguishing_parts([words[gid] for gid in top], self.config.sibling_overlap)
+        parts = distinguishing_parts([words[gid] for gid in top], overlap)
         if len(parts) < 2:
             return {}
         request_words = request_terms(query)
@@ -1311,7 +1176,8 @@ class Retriever:
         reads = self._reads
         finals = {gid: _final_members(reads.node(gid)) for _, gid in ranked}
         reads.fetch(vectors=[m for ids in finals.values() for m in ids])
-        lexical = dict(reads.text_search(NodeKind.SKILL, query, self.config.candidates))
+        lexical = dict(reads.text_search(NodeKind.SKILL, query,
+                                         self.settings.skills.candidates))
         return {gid: [self._hybrid_one(m, vector, 1.0, lexical.get(m, 0.0))[1:] for m in ids]
                 for gid, ids in finals.items()}
 
@@ -1330,7 +1196,8 @@ class Retriever:
             ranked = state.router.top(request, vector, 10)
             self._reads.fetch(nodes=[gid for _, gid in ranked])
             pairs = self._final_step_pairs(ranked, request, vector)
-            siblings = self._sibling_evidence(ranked, request)
+            siblings = self._sibling_evidence(
+                ranked, request, (self._groups.siblings or Siblings(0.0)).overlap)
             return [(belief, tuple(record.data.get("members", ())), pairs[gid],
                      siblings[gid].lead if gid in siblings else 0.0)
                     for belief, gid in ranked if (record := self._reads.node(gid)) is not None]
@@ -1342,8 +1209,9 @@ class Retriever:
         record = self._reads.node(gid)
         if record is None:
             return {}
-        w = self.config.vector_weight if weight is None else weight
-        lexical = dict(self._reads.text_search(NodeKind.EXAMPLE, query, self.config.candidates))
+        w = self._groups.vector_weight if weight is None else weight
+        lexical = dict(self._reads.text_search(NodeKind.EXAMPLE, query,
+                                               self._groups.candidates))
         out: dict[str, tuple[float, float, float]] = {}
         eids = self._example_ids(gid, record, state)
         self._reads.fetch(vectors=eids)
@@ -1373,7 +1241,6 @@ class Retriever:
         """Group id -> (similarity, explanation): the better of the group's own text and its
         best example (or their blend, see ``whole_weight``), halved when demoted. Scores the
         groups in ``gids`` plus those with example hits."""
-        cfg = self.config
         reads = self._reads
         reads.fetch(nodes=[*gids, *examples])
         named = {_group_of(reads.node(eid)) for eid in examples} - {""}
@@ -1387,7 +1254,7 @@ class Retriever:
         best_example: dict[str, tuple[float, float, float, str]] = {}
         for gid, hits in per_group.items():
             hits.sort(key=lambda h: -h[0])
-            top = hits[: cfg.example_top]
+            top = hits[: self._groups.example_top]
             best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
         out: dict[str, tuple[float, dict[str, Any]]] = {}
         for gid in gids | set(best_example):
@@ -1401,14 +1268,14 @@ class Retriever:
                 ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
                 explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
                                           "lexical": round(ex_lex, 4)}
-                if cfg.whole_weight > 0:
-                    score = cfg.whole_weight * score + (1 - cfg.whole_weight) * ex_score
+                if self._groups.whole_weight > 0:
+                    score = self._groups.whole_weight * score + (1 - self._groups.whole_weight) * ex_score
                 elif ex_score > score:
                     score = ex_score
                     explanation["matched"] = "example"
             demoted = _demotion(record)
             if demoted:
-                score *= cfg.demote_factor
+                score *= self.settings.demote_factor
                 explanation["demoted"] = demoted
             explanation["score"] = round(score, 4)
             out[gid] = (score, explanation)
@@ -1417,7 +1284,7 @@ class Retriever:
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
                 weight: float | None = None) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
-        w = self.config.vector_weight if weight is None else weight
+        w = self._groups.vector_weight if weight is None else weight
         found = self._reads.hybrid_searches(query, vector, {kind: k}, {kind: k})
         lexical, dense = dict(found[0][kind]), dict(found[1][kind])
         self._reads.fetch(vectors=[nid for nid in lexical if nid not in dense])
@@ -1435,7 +1302,7 @@ class Retriever:
                     ) -> tuple[float, float, float]:
         stored = self._reads.vector(nid)
         cosine = float(stored @ vector) if stored is not None else 0.0
-        w = self.config.vector_weight if weight is None else weight
+        w = self._groups.vector_weight if weight is None else weight
         return w * cosine + (1 - w) * lexical, cosine, lexical
 
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
@@ -1458,18 +1325,17 @@ class Retriever:
         """``glossed``: the English gloss of a Chinese request and its vector. Each skill then
         scores the better of the request as written (a Chinese skill's own words) and its
         gloss, matched as English is (an English skill's)."""
-        cfg = self.config
-        skill_weight = cfg.skill_vector_weight if weight is None else weight
+        skill_weight = self.settings.skills.vector_weight if weight is None else weight
         script: dict[str, Any] = {"cjk": True} if weight is not None else {}
         hits: dict[str, tuple[float, dict[str, Any]]] = {
             sid: (score, {"vector": cosine, "lexical": lex, **script})
             for sid, (score, cosine, lex) in self._hybrid(
-                NodeKind.SKILL, query, vector, cfg.candidates, weight=skill_weight).items()}
+                NodeKind.SKILL, query, vector, self.settings.skills.candidates, weight=skill_weight).items()}
         if glossed is not None:
             text, gloss_vector = glossed
             for sid, (score, cosine, lex) in self._hybrid(
-                    NodeKind.SKILL, text, gloss_vector, cfg.candidates,
-                    weight=cfg.skill_vector_weight).items():
+                    NodeKind.SKILL, text, gloss_vector, self.settings.skills.candidates,
+                    weight=self.settings.skills.vector_weight).items():
                 if sid not in hits or score > hits[sid][0]:
                     hits[sid] = (score, {"vector": cosine, "lexical": lex, "gloss": text,
                                         **script})
@@ -1479,7 +1345,6 @@ class Retriever:
                      context: RequestContext, k: int) -> list[ScoredSkill]:
         """The best ``k`` of ``hits`` (id -> (score, evidence)) after the recent-use boost and
         the quality filter; only those are given an explanation."""
-        cfg = self.config
         recent = set(context.recent_skills)
         self._reads.fetch(nodes=hits)
         scored: list[tuple[float, str, NodeRecord, Mapping[str, float], bool, str | None]] = []
@@ -1489,10 +1354,10 @@ class Retriever:
                 continue
             boosted = record.name in recent or sid in recent
             if boosted:
-                score += cfg.recent_boost
+                score += self.settings.skills.recent_boost
             demoted = _demotion(record)
             if demoted:
-                score *= cfg.demote_factor
+                score *= self.settings.demote_factor
             scored.append((round(score, 4), record.name, record, evidence, boosted, demoted))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
@@ -1517,10 +1382,10 @@ class Retriever:
         if not skills or not self.fits(skills[0]):
             return []
         top = skills[0].score
-        cut = max(top * self.config.select_ratio, min(self.config.select_min, top))
-        chosen = self._answering([s.id for s in skills[: self.config.select_max]
+        cut = selection_cut(self.settings.skills, top)
+        chosen = self._answering([s.id for s in skills[: self.settings.skills.most]
                                   if s.score >= cut])
-        if self.config.select_substitutes or len(chosen) < 2:
+        if self.settings.skills.substitutes or len(chosen) < 2:
             return chosen
         kept: list[str] = []
         with self._reading():
@@ -1533,23 +1398,8 @@ class Retriever:
         return kept
 
     def fits(self, skill: ScoredSkill) -> bool:
-        """Whether ``skill`` fits the request on its own: its embedding comes within
-        ``FIT_COSINE_SLACK`` of ``fit_min_cosine`` (words alone do not make a fit: "order
-        pizza for the team" and a tracker of teams' issues), and its score reaches
-        ``select_min`` or its embedding ``fit_min_cosine`` with a word of the request in the
-        skill's text (an embedding alone does not make a fit either: "how tall is mount
-        everest" and a web3 project builder, cosine 0.20, no word in common). A request mostly
-        in CJK script, whose embedding says little, is judged by its score alone."""
-        cfg = self.config
-        cosine = skill.explanation.get("vector")
-        if cfg.fit_min_cosine is None or not isinstance(cosine, float) \
-                or skill.explanation.get("cjk"):
-            return skill.score >= cfg.select_min
-        if cosine < cfg.fit_min_cosine - FIT_COSINE_SLACK:
-            # Words alone ("order pizza for the team" and a tracker for teams' issues).
-            return False
-        return skill.score >= cfg.select_min or (
-            cosine >= cfg.fit_min_cosine and bool(skill.explanation.get("lexical")))
+        """Whether ``skill`` fits the request on its own (``stages.skills.fits``)."""
+        return fits(self.settings.skills, skill.score, skill.explanation)
 
     def _answering(self, ids: Sequence[str]) -> list[str]:
         """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced
@@ -1563,62 +1413,6 @@ class Retriever:
                 winner = record.data.get("shadowed_by") if record is not None else None
                 out.append(str(winner) if winner and reads.node(str(winner)) else sid)
         return list(dict.fromkeys(out))
-
-    # -- suggestions --------------------------------------------------------------------------
-
-    def _suggest(self, anchors: Sequence[str], exclude: set[str]) -> list[Suggestion]:
-        weights: dict[str, float] = {}
-        # Reasons are kept as parts and worded only for the suggestions that are shown.
-        reasons: dict[str, list[tuple[str, str, str]]] = {}
-        names: dict[str, str] = {}
-        reads = self._reads
-        reads.fetch(nodes=anchors[:3], neighbors=anchors[:3])
-        reads.fetch(nodes=[m for anchor in anchors[:3] for _, other in reads.neighbors(anchor)
-                           if other.kind is NodeKind.GROUP for m in _listed(other, "members")])
-        for anchor in anchors[:3]:
-            anchor_record = self._reads.node(anchor)
-            anchor_name = anchor_record.name if anchor_record else anchor
-            # Companions read from the library itself (its texts, contracts, declarations
-            # and folders): weaker than runs or groups, but a library without either has
-            # only these.
-            for companion in anchor_record.data.get("companions", ()) if anchor_record else ():
-                cid = str(companion.get("id", ""))
-                if not cid or cid in exclude or cid == anchor:
-                    continue
-                names[cid] = str(companion.get("name", cid))
-                weights[cid] = weights.get(cid, 0.0) + 0.25
-                reasons.setdefault(cid, []).append(
-                    ("library", str(companion.get("reason", "")), anchor_name))
-            for edge, other in self._reads.neighbors(anchor):
-                if other.kind is NodeKind.GROUP:
-                    for member in other.data.get("members", ()):
-                        if member == anchor or member in exclude:
-                            continue
-                        if member not in names:
-                            record = self._reads.node(member)
-                            if record is None:
-                                continue
-                            names[member] = record.name
-                        weights[member] = weights.get(member, 0.0) + 0.5
-                        reasons.setdefault(member, []).append(("group", other.name,
-                                                               anchor_name))
-                    continue
-                if other.id in exclude or other.name == anchor_name:
-                    continue  # a same-named copy is an alternative, not a companion
-                names[other.id] = other.name
-                if edge.kind is EdgeKind.CO_USED:
-                    bump, why = 1.0 + edge.weight, ("co_used", f"{edge.weight:g}", anchor_name)
-                elif edge.kind is EdgeKind.FLOWS_TO:
-                    arrow = "after" if edge.dst == other.id else "before"
-                    bump, why = 1.0, ("flows", arrow, anchor_name)
-                else:
-                    continue  # SIMILAR_TO joins substitutes, not skills used together
-                weights[other.id] = weights.get(other.id, 0.0) + bump
-                reasons.setdefault(other.id, []).append(why)
-        ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
-        return [Suggestion(sid, names[sid], round(w, 3),
-                           "; ".join(list(dict.fromkeys(_reason(r) for r in reasons[sid]))[:3]))
-                for sid, w in ranked[: self.config.suggestions]]
 
 
 def _join_words(words: Sequence[str]) -> str:
@@ -1642,19 +1436,6 @@ def contract_of(record: NodeRecord) -> tuple[dict[str, str], dict[str, str]]:
     data = record.data
     return (typed(data.get("output_schema"), data.get("outputs", ())),
             typed(data.get("input_schema"), data.get("required_inputs", ())))
-
-
-def _reason(parts: tuple[str, str, str]) -> str:
-    kind, detail, anchor = parts
-    if kind == "group":
-        return f"in group '{detail}' with {anchor}"
-    if kind == "co_used":
-        return f"used with {anchor} {detail}x"
-    if kind == "flows":
-        return f"runs {detail} {anchor} in a group"
-    if kind == "library":
-        return f"{anchor}: {detail}"
-    raise ValueError(f"no wording for a {kind} reason")
 
 
 class _Reads:
@@ -1782,6 +1563,17 @@ class _IndexState:
     group's example ids."""
 
 
+def _fitted(text: str | None) -> Settings:
+    """The fitted settings stored with an index (the defaults when there are none, or when
+    they do not read: an index is never unusable for its settings)."""
+    if not text:
+        return DEFAULT_SETTINGS
+    try:
+        return Settings.from_json(text)
+    except (ValueError, TypeError):
+        return DEFAULT_SETTINGS
+
+
 def _listed(record: NodeRecord | None, key: str) -> list[str]:
     """The ids a record's data lists under ``key`` (a group's ``members``)."""
     return [str(x) for x in record.data.get(key, ())] if record is not None else []
@@ -1874,8 +1666,6 @@ PART_COVER_DEPTH = 3
 """A part of a request is answered by a skill already chosen when its own ranking holds that
 skill among its first three: "give me the mean and median of each column" is one task whose
 halves both rank the statistics skill."""
-
-FIT_COSINE_SLACK = 0.02
 
 PARTNER_DEPTH = 10
 

@@ -52,12 +52,12 @@ from skillgrove.graph.learning import (
     transition_counts,
 )
 from skillgrove.graph.retrieval import (
-    RetrievalConfig,
     Retriever,
     ScoredSkill,
     Toolbox,
     weigh_final_steps,
 )
+from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps, Settings, Siblings
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
 from skillgrove.skills.loader import LoadOptions
@@ -139,14 +139,63 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     contracts = {str(s["id"]): (s.get("inputs") if isinstance(s.get("inputs"), dict) else None,
                                 s.get("outputs") if isinstance(s.get("outputs"), dict) else None)
                  for s in dataset.skills}
+    count = write_mined_groups(history, names, descriptions, contracts, root / "groups",
+                               min_support)
+    return root, co_use_weights(history), count
+
+
+def rows_by_id(rows: Sequence[HistoryRow], library: Library) -> list[HistoryRow]:
+    """``rows`` with every skill named by its id: a history may name a skill by id or by name
+    (a name means the skill that answers for it)."""
+    ids = set(library.catalog.by_id())
+    by_name = {s.name: s.id for s in library.catalog.active.values()}
+
+    def known(skill: str) -> str:
+        return skill if skill in ids else by_name.get(skill, skill)
+
+    return [HistoryRow(r.id, r.request, tuple(known(s) for s in r.skills),
+                       tuple((known(a), known(b)) for a, b in r.edges), r.succeeded)
+            for r in rows]
+
+
+def learned_store(paths: Sequence[Path], library: Library, rows: Sequence[HistoryRow],
+                  folder: Path, min_support: int, options: LoadOptions, encoder: Encoder,
+                  make_store: Callable[[Path], GraphStore]) -> GraphStore:
+    """An index of what a library learns from ``rows`` alone: the skills of ``library``
+    (loaded from ``paths``) with the groups the rows recur often enough to give, approved as
+    an owner approves them, none of its own groups (they may have been learned from rows held
+    out), and the co-use and transitions of the rows. The same for ``skillgrove bench`` and
+    ``skillgrove index --history``: both fit their settings on it (:func:`fit_settings`)."""
+    named = rows_by_id(rows, library)
+    skills = library.catalog.active.values()
+    write_mined_groups(named, {s.id: s.name for s in skills},
+                       {s.id: s.description for s in skills},
+                       {s.id: (s.inputs, s.outputs) for s in skills}, folder / "groups",
+                       min_support)
+    # The learned groups' folder first: a group of the library with the same id is shadowed.
+    loaded = load_library([folder, *paths], options)
+    learned = replace(loaded, groups={gid: group for gid, group in loaded.groups.items()
+                                      if folder in Path(group.path).parents})
+    store = make_store(folder)
+    index_library(learned, store, encoder, co_use=co_use_weights(named),
+                  transitions=transition_counts(named))
+    return store
+
+
+def write_mined_groups(history: Sequence[HistoryRow], names: Mapping[str, str],
+                       descriptions: Mapping[str, str], contracts: Mapping[str, Any],
+                       folder: Path, min_support: int = 2) -> int:
+    """The groups ``history`` (rows naming skills by id) recurs often enough to give, as the
+    owner approves them: one group file each under ``folder``, every past request an example;
+    returns how many."""
     drafts = mine_groups(history, names=names, descriptions=descriptions,
                          min_support=min_support)
-    (root / "groups").mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for draft in drafts:
-        (root / "groups" / f"{draft.id}.yaml").write_text(
+        (folder / f"{draft.id}.yaml").write_text(
             draft_to_yaml(draft, names, all_examples=True, contracts=contracts),
             encoding="utf-8")
-    return root, co_use_weights(history), len(drafts)
+    return len(drafts)
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -258,20 +307,19 @@ SELECT_MINIMA = (0.25, 0.1, 0.2, 0.3, 0.4)
 
 
 def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
-                     ) -> tuple[RetrievalConfig, dict[str, Any]]:
+                     ) -> tuple[Settings, dict[str, Any]]:
     """The single-skill weights and selection cut that fit this library, chosen on held-out
     history rows: the vector weight with the best recall@10 of the skill ranking, then the
     cut (``select_ratio``, ``select_min``) with the best set F1 of the selection. A lexically
     easy library so gets the BM25 side it needs, instead of a weight tuned elsewhere."""
-    config = retriever.config
+    config = retriever.settings
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {}
-    plain = replace(config, group_threshold=2.0, cjk_group_threshold=2.0,
-                    fast_route_confidence=2.0, closure_max=0)
+    plain = config.but(groups=None, plan={"closure": None})
     best: tuple[float, float, list[tuple[list[ScoredSkill], set[str]]]] | None = None
     for weight in SKILL_VECTOR_WEIGHTS:
         probe = Retriever(retriever.store, retriever.encoder,
-                          replace(plain, skill_vector_weight=weight))
+                          plain.but(skills={"vector_weight": weight}))
         rankings = []
         recall = 0.0
         for row in held_out:
@@ -288,13 +336,13 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
     for ratio in SELECT_RATIOS:
         for minimum in SELECT_MINIMA:
             # The retriever's own selection rule, with these settings.
-            selector = Retriever(retriever.store, retriever.encoder, replace(
-                config, skill_vector_weight=weight, select_ratio=ratio, select_min=minimum))
+            selector = Retriever(retriever.store, retriever.encoder, config.but(
+                skills={"vector_weight": weight, "ratio": ratio, "minimum": minimum}))
             total = sum(f1(set(selector.select(skills)), gold) for skills, gold in rankings)
             if cut is None or total > cut[0] + 1e-9:
                 cut = (total, ratio, minimum)
     assert cut is not None
-    tuned = replace(config, skill_vector_weight=weight, select_ratio=cut[1], select_min=cut[2])
+    tuned = config.but(skills={"vector_weight": weight, "ratio": cut[1], "minimum": cut[2]})
     return tuned, {"skill_vector_weight": weight, "skill_recall@10": round(
         100 * recall / len(held_out), 1), "select_ratio": cut[1], "select_min": cut[2],
         "select_set_f1": round(100 * cut[0] / len(held_out), 1)}
@@ -323,12 +371,15 @@ def _recurring_rows(held_out: Sequence[HistoryRow], fit_rows: Sequence[HistoryRo
 
 
 def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
-                      ) -> tuple[RetrievalConfig, dict[str, Any]]:
+                      ) -> tuple[Settings, dict[str, Any]]:
     """The ``target_weight`` and ``target_vector_weight`` whose group choice has the best set
     F1 on the held-out rows whose skill set is one of the router's candidates (only there can
     the choice among them be right or wrong); every row is answered with a group here, as in
     :func:`calibrate_near_miss`."""
-    config = retriever.config
+    config = retriever.settings
+    groups = config.groups
+    if groups is None:
+        return config, {}
     rows = []
     for row in held_out:
         gold = set(row.skills)
@@ -354,7 +405,7 @@ def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
         lost = sum(1 for v, r in zip(values, reference, strict=True) if v < r - 1e-9)
         return won > lost and sum(values) - sum(reference) >= TARGET_MIN_GAIN * len(rows)
 
-    default = config.sibling_weight
+    default = groups.siblings.weight if groups.siblings is not None else 0.0
     router = per_row(0.0, TARGET_VECTOR_WEIGHTS[0], default)
     scores = {(alpha, share): per_row(alpha, share, default)
               for share in TARGET_VECTOR_WEIGHTS for alpha in TARGET_WEIGHTS}
@@ -373,8 +424,10 @@ def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
     for weight, values in siblings.items():
         if sum(values) > sum(siblings[sibling]) + 1e-9:
             sibling = weight
-    return replace(config, target_weight=alpha, target_vector_weight=share,
-                   sibling_weight=sibling), {
+    overlap = (groups.siblings or Siblings(0.0)).overlap
+    return config.but(groups={
+        "final_steps": FinalSteps(alpha, share) if alpha > 0 else None,
+        "siblings": Siblings(sibling, overlap) if sibling > 0 else None}), {
         "target_rows": len(rows), "target_weight": alpha, "target_vector_weight": share,
         "target_set_f1": {f"{a:g}@{w:g}": round(100 * sum(v) / len(v), 1)
                           for (a, w), v in scores.items()},
@@ -383,8 +436,8 @@ def calibrate_targets(retriever: Retriever, held_out: Sequence[HistoryRow],
                            for w, v in siblings.items()}}
 
 
-NEAR_MISS_MARGINS = (1.0, 0.1, 0.05, 0.02, 0.0)
-"""Candidates for ``near_miss_margin``, the first (never) preferred on ties."""
+NEAR_MISS_MARGINS: tuple[float | None, ...] = (None, 0.1, 0.05, 0.02, 0.0)
+"""Candidates for ``PlanSettings.near_miss``, the first (never) preferred on ties."""
 
 
 def _group_answers_f1(retriever: Retriever, held_out: Sequence[HistoryRow],
@@ -392,17 +445,18 @@ def _group_answers_f1(retriever: Retriever, held_out: Sequence[HistoryRow],
     """Mean set F1 on the held-out rows with ``settings``, every row answered with a group
     (as the group settings are calibrated after these: the rules that give a group's answer to
     single skills are off, or they would judge these settings on the rows they take away)."""
-    probe = Retriever(retriever.store, retriever.encoder, replace(
-        retriever.config, group_threshold=-1.0, cjk_group_threshold=-1.0,
-        router_min_confidence=0.0, single_skill_margin=1.0, fast_route_confidence=2.0,
-        group_support_depth=None, top_in_a_group=False, **settings))
+    probe = Retriever(retriever.store, retriever.encoder, retriever.settings.but(
+        groups={"threshold": -1.0, "cjk_threshold": -1.0, "router_min_confidence": 0.0,
+                "one_skill_margin": None, "fast_route": None, "support_depth": None,
+                "top_lead": None},
+        plan=settings))
     total = 0.0
     for row in held_out:
         total += f1(set(probe.search(row.request).selected), set(row.skills))
     return total / len(held_out)
 
 
-def _best_margin(scores: Sequence[tuple[float, float]]) -> tuple[float, float]:
+def _best_margin(scores: Sequence[tuple[float, float | None]]) -> tuple[float, float | None]:
     """(value, margin) of the best score, the first (never) on ties."""
     best_value, best_margin = scores[0]
     for value, margin in scores[1:]:
@@ -412,76 +466,78 @@ def _best_margin(scores: Sequence[tuple[float, float]]) -> tuple[float, float]:
 
 
 def calibrate_near_miss(retriever: Retriever, held_out: Sequence[HistoryRow],
-                        ) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """The ``near_miss_margin`` whose group answers have the best set F1 on held-out rows."""
-    config = retriever.config
+                        ) -> tuple[Settings, dict[str, Any]]:
+    """The ``near_miss`` margin whose group answers have the best set F1 on held-out rows."""
+    config = retriever.settings
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {}
-    scores = [(_group_answers_f1(retriever, held_out, near_miss_margin=margin,
+    scores = [(_group_answers_f1(retriever, held_out, near_miss=margin,
                                  extend_groups=False), margin)
               for margin in NEAR_MISS_MARGINS]
     best_value, best_margin = _best_margin(scores)
-    extended = _group_answers_f1(retriever, held_out, near_miss_margin=best_margin,
+    extended = _group_answers_f1(retriever, held_out, near_miss=best_margin,
                                  extend_groups=True)
     extend = extended > best_value + 1e-9
-    return replace(config, near_miss_margin=best_margin, extend_groups=extend), {
-        "near_miss_margin": best_margin, "extend_groups": extend,
+    return config.but(plan={"near_miss": best_margin, "extend_groups": extend}), {
+        "near_miss": best_margin, "extend_groups": extend,
         "near_miss_set_f1": {str(m): round(100 * v, 1) for v, m in scores},
         "extended_set_f1": round(100 * extended, 1)}
 
 
-STAND_IN_MARGINS = (1.0, 0.2, 0.1, 0.05, 0.0)
-"""Candidates for ``stand_in_margin``, the first (never) preferred on ties."""
+STAND_IN_MARGINS: tuple[float | None, ...] = (None, 0.2, 0.1, 0.05, 0.0)
+"""Candidates for ``PlanSettings.stand_in``, the first (never) preferred on ties."""
 
 
 def calibrate_stand_in(retriever: Retriever, held_out: Sequence[HistoryRow],
-                       ) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """The ``stand_in_margin`` with the best set F1 on held-out rows. Rows whose skill set
+                       ) -> tuple[Settings, dict[str, Any]]:
+    """The ``stand_in`` margin with the best set F1 on held-out rows. Rows whose skill set
     the calibration library has no group for (a set seen once, its row held out) are the
     case a stand-in is for; rows whose group is there show what it costs."""
-    config = retriever.config
+    config = retriever.settings
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {}
-    scores = [(_group_answers_f1(retriever, held_out, stand_in_margin=margin), margin)
+    scores = [(_group_answers_f1(retriever, held_out, stand_in=margin), margin)
               for margin in STAND_IN_MARGINS]
     _, best = _best_margin(scores)
-    return replace(config, stand_in_margin=best), {
-        "stand_in_margin": best,
+    return config.but(plan={"stand_in": best}), {
+        "stand_in": best,
         "stand_in_set_f1": {str(m): round(100 * v, 1) for v, m in scores}}
 
 
-SINGLE_SKILL_MARGINS = (1.0, 0.3, 0.2, 0.1, 0.05, 0.0)
-"""Candidates for ``single_skill_margin``, the first (never) preferred on ties."""
-SINGLE_STEP_LEADS = (1.0, 0.3, 0.2, 0.15)
-"""Candidates for ``single_step_lead``, the first (never) preferred on ties."""
+SINGLE_SKILL_MARGINS: tuple[float | None, ...] = (None, 0.3, 0.2, 0.1, 0.05, 0.0)
+"""Candidates for ``GroupSettings.one_skill_margin``, the first (never) preferred on ties."""
+SINGLE_STEP_LEADS: tuple[float | None, ...] = (None, 0.3, 0.2, 0.15)
+"""Candidates for ``GroupSettings.step_lead``, the first (never) preferred on ties."""
+TOP_LEAD = 0.9
+"""``GroupSettings.top_lead`` where history turns that rule on."""
 
 
 SUPPORT_DEPTHS: tuple[int | None, ...] = (5, None, 10, 3)
-"""Candidates for ``group_support_depth``, the default first (it wins ties)."""
+"""Candidates for ``GroupSettings.support_depth``, the default first (it wins ties)."""
 
 
 def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
               fit_rows: Sequence[HistoryRow] = (), min_support: int = 2,
-              ) -> tuple[RetrievalConfig, dict[str, Any]]:
+              ) -> tuple[Settings, dict[str, Any]]:
     """The group threshold and router confidence that maximise set F1 on ``held_out`` rows,
-    with the rules that let single skills replace a chosen group (``single_skill_margin``,
-    ``single_step_lead``, ``group_support_depth``), each judged by the retriever's own code.
+    with the rules that let single skills replace a chosen group (``one_skill_margin``,
+    ``step_lead``, ``support_depth``), each judged by the retriever's own code.
 
     ``retriever`` must answer from a library learned without those rows (see
     ``split_history``): an earlier version hid only each row's own example, but the row's text
     was still inside its group's description, and every setting scored 97%.
     """
-    config = retriever.config
+    config = retriever.settings
+    groups = config.groups
+    if groups is None:
+        return config, {"kept": "the group stage is off"}
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {"sample": len(held_out), "kept": "defaults: too few held-out rows"}
-    probe = Retriever(retriever.store, retriever.encoder,
-                      replace(config, group_threshold=-1.0, router_min_confidence=0.0,
-                              cjk_group_threshold=-1.0, single_skill_margin=1.0,
-                              single_step_lead=1.0, group_support_depth=None))
+    probe = Retriever(retriever.store, retriever.encoder, config.but(groups={
+        "threshold": -1.0, "router_min_confidence": 0.0, "cjk_threshold": -1.0,
+        "one_skill_margin": None, "step_lead": None, "support_depth": None}))
     # What the product answers when no group is taken: the same search with groups off.
-    plain = Retriever(retriever.store, retriever.encoder,
-                      replace(config, group_threshold=2.0, cjk_group_threshold=2.0,
-                              fast_route_confidence=2.0))
+    plain = Retriever(retriever.store, retriever.encoder, config.but(groups=None))
     every: list[tuple[Toolbox, float, float]] = []
     for row in held_out:
         toolbox = probe.search(row.request)
@@ -498,13 +554,16 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
              if counts[frozenset(row.skills)] >= min_support]
     rows = known if len(known) >= MIN_CALIBRATION_ROWS else every
 
-    def shaped(margin: float, lead: float, depth: int | None, top: bool = config.top_in_a_group,
+    top_lead = groups.top_lead if groups.top_lead is not None else TOP_LEAD
+
+    def shaped(margin: float | None, lead: float | None, depth: int | None,
+               top: bool = groups.top_lead is not None,
                ) -> list[tuple[float, float, float, float]]:
         """(group score, router confidence, set F1 with the group, without it) per row; the
         score is -1 where there is no group or the rules give the answer to single skills."""
-        judge = Retriever(retriever.store, retriever.encoder, replace(
-            config, single_skill_margin=margin, single_step_lead=lead,
-            group_support_depth=depth, top_in_a_group=top))
+        judge = Retriever(retriever.store, retriever.encoder, config.but(groups={
+            "one_skill_margin": margin, "step_lead": lead, "support_depth": depth,
+            "top_lead": top_lead if top else None}))
         out = []
         for toolbox, with_group, without in rows:
             group = toolbox.group
@@ -518,10 +577,10 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
             out.append((-1.0 if replaced else group.score, confidence, with_group, without))
         return out
 
-    # (value, threshold, confidence, margin, lead, depth); a margin and lead of 1 (one skill
+    # (value, threshold, confidence, margin, lead, depth); no margin and no lead (one skill
     # never overrides a group) come first, so that they win ties and the fast route stays
     # possible.
-    best: tuple[float, float, float, float, float, int | None] | None = None
+    best: tuple[float, float, float, float | None, float | None, int | None] | None = None
     for margin in SINGLE_SKILL_MARGINS:
         for lead in SINGLE_STEP_LEADS:
             for depth in SUPPORT_DEPTHS:
@@ -539,7 +598,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     # tasks no group learned (their sets seen too rarely), a composed toolbox around that
     # skill beats the group that shares its prerequisites. Kept only when it wins more rows
     # than it loses and gains at least TARGET_MIN_GAIN.
-    top_rule = config.top_in_a_group
+    top_rule = groups.top_lead is not None
     rows = every
     before = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
               for p in shaped(margin, lead, depth, top_rule)]
@@ -552,36 +611,36 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
         value = statistics.fmean(after)
     points = shaped(margin, lead, depth, top_rule)
     # A request mostly in CJK script is held to the same share of the bar as by default.
-    ratio = config.cjk_group_threshold / config.group_threshold
-    tuned = replace(config, group_threshold=threshold,
-                    cjk_group_threshold=round(threshold * ratio, 3),
-                    router_min_confidence=confidence, single_skill_margin=margin,
-                    single_step_lead=lead, group_support_depth=depth,
-                    top_in_a_group=top_rule)
+    ratio = groups.cjk_threshold / groups.threshold
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
     fast, share = (_fast_route_confidence(probe, held_out, full)
-                   if threshold <= 0 and margin >= 1.0 and lead >= 1.0 and depth is None and not top_rule
-                   else (2.0, 0.0))
-    tuned = replace(tuned, fast_route_confidence=fast)
+                   if threshold <= 0 and margin is None and lead is None and depth is None
+                   and not top_rule else (None, 0.0))
+    tuned = config.but(groups={
+        "threshold": threshold, "cjk_threshold": round(threshold * ratio, 3),
+        "router_min_confidence": confidence, "one_skill_margin": margin, "step_lead": lead,
+        "support_depth": depth, "top_lead": top_lead if top_rule else None,
+        "fast_route": fast})
     return tuned, {"sample": len(points), "sample_with_groups": len(known),
                    "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
-                   "single_skill_margin": margin, "single_step_lead": lead,
-                   "group_support_depth": depth, "top_in_a_group": top_rule,
-                   "fast_route_confidence": fast, "fast_route_share": round(100 * share, 1)}
+                   "one_skill_margin": margin, "step_lead": lead,
+                   "support_depth": depth, "top_in_a_group": top_rule,
+                   "fast_route": fast, "fast_route_share": round(100 * share, 1)}
 
 
 def _fast_route_confidence(probe: Retriever, held_out: Sequence[HistoryRow],
-                           full: Sequence[float], minimum: int = 20) -> tuple[float, float]:
+                           full: Sequence[float], minimum: int = 20,
+                           ) -> tuple[float | None, float]:
     """(the lowest lexical confidence at which the fast route loses nothing, the share of
-    held-out rows it would take); (2.0, 0) when it never qualifies.
+    held-out rows it would take); (None, 0) when it never qualifies.
 
     Rows are taken from the most confident down; a cut qualifies when the fast route's mean set
     F1 on the rows it takes is at least the full path's on the same rows (``full``), over at
     least ``minimum`` rows."""
     router = probe.router()
     if router is None or router.lexical is None:
-        return 2.0, 0.0
+        return None, 0.0
     rows: list[tuple[float, float, float]] = []
     for row, full_f1 in zip(held_out, full, strict=True):
         confidence, gid = router.lexical_top(row.request, 1)[0]
@@ -598,13 +657,14 @@ points of set F1 on the test queries.)"""
 
 
 def lossless_cut(rows: Sequence[tuple[float, float, float]], minimum: int = 20,
-                 floor: float = FAST_ROUTE_FLOOR) -> tuple[float, float]:
+                 floor: float = FAST_ROUTE_FLOOR) -> tuple[float | None, float]:
     """``rows`` are (confidence, fast F1, full F1). The lowest confidence, at least ``floor``,
     such that the rows at or above it score at least as well on the fast route as on the full
-    one, and the share of rows it takes; (2.0, 0) when no cut of at least ``minimum`` rows
+    one, and the share of rows it takes; (None, 0) when no cut of at least ``minimum`` rows
     qualifies."""
     ordered = sorted(rows, key=lambda r: -r[0])
-    best, taken = 2.0, 0
+    best: float | None = None
+    taken = 0
     fast_sum = full_sum = 0.0
     for index, (confidence, fast_f1, full_f1) in enumerate(ordered):
         if confidence < floor:
@@ -660,48 +720,122 @@ def hide_skill_sets(dataset: Dataset, share: float, seed: int = 0,
 
 STAGES: dict[str, tuple[str, dict[str, Any]]] = {
     "groups": ("no group answers: skills only, with what was learned (co-use, transitions)",
-               {"group_threshold": 2.0, "cjk_group_threshold": 2.0}),
+               {"groups": None}),
     "fast-route": ("every request is embedded (the router's words alone never answer)",
-                   {"fast_route_confidence": 2.0}),
+                   {"groups": {"fast_route": None}}),
     "one-skill": ("one skill never replaces a chosen group",
-                  {"single_skill_margin": 1.0, "single_step_lead": 1.0}),
+                  {"groups": {"one_skill_margin": None, "step_lead": None}}),
     "support": ("a group needs no step among the request's best skills",
-                {"group_support_depth": None, "top_in_a_group": False}),
+                {"groups": {"support_depth": None, "top_lead": None}}),
     "task-cover": ("a group need not cover the tasks a request states in turn",
-                   {"task_cover": None}),
+                   {"plan": {"task_cover": None}}),
     "final-steps": ("the router alone ranks groups (no evidence from their final steps)",
-                    {"target_weight": 0.0}),
-    "siblings": ("no sibling comparison between groups named alike", {"sibling_weight": 0.0}),
-    "near-miss": ("no runner-up group replaces the chosen one", {"near_miss_margin": 1.0}),
+                    {"groups": {"final_steps": None}}),
+    "siblings": ("no sibling comparison between groups named alike",
+                 {"groups": {"siblings": None}}),
+    "near-miss": ("no runner-up group replaces the chosen one", {"plan": {"near_miss": None}}),
     "stand-in": ("no skill named like a group's final step stands in for it",
-                 {"stand_in_margin": 1.0}),
+                 {"plan": {"stand_in": None}}),
     "parts": ("the request is not split into parts: one cut of its ranking",
-              {"split_parts": False}),
+              {"plan": {"parts": False}}),
     "partner": ("a part's skill gets no lead for following an earlier part's",
-                {"partner_boost": 0.0}),
+                {"plan": {"partner_boost": None}}),
     "planner": ("no order from the request, data flow or transitions (declared prerequisites "
-                "and learned groups only)", {"plan_order": False}),
-    "closure": ("a selected skill's declared prerequisites are not added", {"closure_max": 0}),
-    "gloss": ("no English gloss for a request in Chinese", {"use_gloss": False}),
+                "and learned groups only)", {"plan": {"order": False}}),
+    "closure": ("a selected skill's declared prerequisites are not added",
+                {"plan": {"closure": None}}),
+    "gloss": ("no English gloss for a request in Chinese", {"skills": {"gloss": False}}),
     "fit": ("a skill fits by its hybrid score alone (not its embedding)",
-            {"fit_min_cosine": None}),
+            {"skills": {"fit_cosine": None}}),
 }
-"""What ``bench --without STAGE`` turns off, and the settings that do it: applied before
-calibration (nothing is fitted for a stage that is off) and again after it."""
+"""What ``bench --without STAGE`` turns off, and the settings that do it (changes to
+:class:`~skillgrove.graph.stages.Settings`, by stage): applied before calibration (nothing is
+fitted for a stage that is off) and again after it."""
 
 
-def without_stages(config: RetrievalConfig, stages: Sequence[str]) -> RetrievalConfig:
-    """``config`` with ``stages`` (names of :data:`STAGES`) off."""
+def without_stages(settings: Settings, stages: Sequence[str]) -> Settings:
+    """``settings`` with ``stages`` (names of :data:`STAGES`) off."""
     for stage in stages:
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-        config = replace(config, **STAGES[stage][1])
-    return config
+        settings = settings.but(**STAGES[stage][1])
+    return settings
+
+
+def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
+                 history: Sequence[HistoryRow], encoder: Encoder, base: Settings,
+                 say: Callable[[str], None] = lambda _: None,
+                 ) -> tuple[Settings, dict[str, Any]]:
+    """The settings a library's history fits, and how each was chosen: what ``skillgrove
+    index --history`` stores for every search and what ``skillgrove bench`` scores with.
+
+    History is split (``split_history``: a seeded tenth, at most 500 rows, held out); a
+    library learned from the other rows only (``build(name, fit_rows, min_support)``: the
+    library's skills with the groups those rows give, indexed) answers the held-out requests,
+    and each stage's settings are chosen by the set F1 of those answers, in turn: the
+    single-skill weights and cut, the choice among groups (final steps, siblings), the
+    near-miss and stand-in margins, then the group threshold and the rules that let skills
+    replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300
+    rows) fit nothing: ``base`` stays, and the details say so."""
+    fit_rows, held_out = split_history(history)
+    if len(held_out) < MIN_CALIBRATION_ROWS:
+        return base, {"sample": len(held_out), "history_rows": len(history),
+                      "kept": f"defaults: {len(held_out)} held-out rows, fewer than "
+                              f"{MIN_CALIBRATION_ROWS}"}
+    say(f"calibrating on {len(held_out)} held-out history rows")
+    targets: dict[str, Any] | None = None
+    if _recurring_rows(held_out, fit_rows) < TARGET_MIN_ROWS:
+        # Sets seen twice lose their group when one row is held out: the choice among groups
+        # is then calibrated where the sets seen once are groups too (first, because with
+        # --store neo4j every build replaces the one database).
+        once = build("calibration-once", fit_rows, 1)
+        base, targets = calibrate_targets(Retriever(once, encoder, base), held_out)
+        targets["library"] = "sets seen once kept"
+        once.close()
+    store = build("calibration", fit_rows, 2)
+    base, skill_calibration = calibrate_skills(Retriever(store, encoder, base), held_out)
+    if targets is None:
+        base, targets = calibrate_targets(Retriever(store, encoder, base), held_out)
+    base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
+    base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
+    near_miss.update(stand_in)
+    if targets.get("library") == "sets seen once kept":
+        # The group threshold too is fitted where the held-out rows' sets are groups (seen
+        # once in the fit rows): otherwise almost no held-out row has its group to choose,
+        # and the threshold learns only that groups are wrong.
+        store.close()
+        store = build("calibration-once-groups", fit_rows, 1)
+        base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows,
+                                      min_support=1)
+    else:
+        base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows)
+    store.close()
+    calibration.update(skill_calibration)
+    calibration.update(targets)
+    calibration.update(near_miss)
+    calibration["history_rows"] = len(history)
+    return base, calibration
+
+
+def fit_on_dataset(dataset: Dataset, scratch: Path, encoder: Encoder,
+                   make_store: Callable[[Path], GraphStore], base: Settings = DEFAULT_SETTINGS,
+                   say: Callable[[str], None] = lambda _: None,
+                   ) -> tuple[Settings, dict[str, Any]]:
+    """:func:`fit_settings` on the data set's history, for its library as an owner has it
+    before learning anything (its skills alone, written under ``scratch``)."""
+    skills_root = write_library(dataset, scratch / "skills", "flat")[0]
+    skills_only = load_library([skills_root], LoadOptions())
+
+    def build(name: str, rows: Sequence[HistoryRow], min_support: int) -> GraphStore:
+        return learned_store([skills_root], skills_only, rows, scratch / name, min_support,
+                             LoadOptions(), encoder, make_store)
+
+    return fit_settings(build, dataset.history, encoder, base, say)
 
 
 def run_bench(folder: Path, mode: str, encoder: Encoder,
               make_store: Callable[[Path], GraphStore], store_name: str = "embedded",
-              config: RetrievalConfig | None = None, limit: int | None = None,
+              config: Settings | None = None, limit: int | None = None,
               progress: Callable[[str], None] | None = None,
               hide_sets: float = 0.0, without: Sequence[str] = ()) -> BenchResult:
     """Run the benchmark in ``folder``. ``hide_sets``: remove that share of the recurring
@@ -717,7 +851,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
             f"{len(dataset.queries)} queries need one of them")
     timings: dict[str, float] = {}
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
-    base = without_stages(config or RetrievalConfig(), without)
+    base = without_stages(config or DEFAULT_SETTINGS, without)
     details: dict[str, Any] = {"history_rows": len(dataset.history)}
     if without:
         details["without"] = list(without)
@@ -725,43 +859,9 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         if mode == "groups":
             # Calibrate first: with --store neo4j both builds share one database.
             started = time.perf_counter()
-            fit_rows, held_out = split_history(dataset.history)
-            say(f"calibrating on {len(held_out)} held-out history rows")
-            targets: dict[str, Any] | None = None
-            if _recurring_rows(held_out, fit_rows) < TARGET_MIN_ROWS:
-                # Sets seen twice lose their group when one row is held out: the choice among
-                # groups is then calibrated where the sets seen once are groups too (first,
-                # because with --store neo4j every build replaces the one database).
-                once = _build(dataset, Path(scratch) / "calibration-once", mode, fit_rows,
-                              encoder, make_store, min_support=1)[0]
-                base, targets = calibrate_targets(Retriever(once, encoder, base), held_out)
-                targets["library"] = "sets seen once kept"
-                once.close()
-            store = _build(dataset, Path(scratch) / "calibration", mode, fit_rows, encoder,
-                           make_store)[0]
-            base, skill_calibration = calibrate_skills(Retriever(store, encoder, base),
-                                                       held_out)
-            if targets is None:
-                base, targets = calibrate_targets(Retriever(store, encoder, base), held_out)
-            base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
-            base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
-            near_miss.update(stand_in)
-            if targets.get("library") == "sets seen once kept":
-                # The group threshold too is fitted where the held-out rows' sets are groups
-                # (seen once in the fit rows): otherwise almost no held-out row has its group
-                # to choose, and the threshold learns only that groups are wrong.
-                store.close()
-                store = _build(dataset, Path(scratch) / "calibration-once-groups", mode,
-                               fit_rows, encoder, make_store, min_support=1)[0]
-                base, calibration = calibrate(Retriever(store, encoder, base), held_out,
-                                              fit_rows, min_support=1)
-            else:
-                base, calibration = calibrate(Retriever(store, encoder, base), held_out,
-                                              fit_rows)
-            calibration.update(skill_calibration)
-            calibration.update(targets)
-            calibration.update(near_miss)
-            store.close()
+
+            base, calibration = fit_on_dataset(dataset, Path(scratch), encoder, make_store,
+                                               base, say)
             base = without_stages(base, without)
             details["calibration"] = calibration
             timings["calibration_s"] = round(time.perf_counter() - started, 1)
@@ -862,9 +962,9 @@ def format_table(result: BenchResult) -> str:
         lines.append(f"  (calibrated on {calibration.get('sample')} held-out history rows: "
                      f"group threshold {calibration.get('threshold')}, router confidence "
                      f"{calibration.get('router_min_confidence')}, fast route at "
-                     f"{calibration.get('fast_route_confidence')} for "
+                     f"{calibration.get('fast_route')} for "
                      f"{calibration.get('fast_route_share')}% of them, one skill over a group "
-                     f"at a margin of {calibration.get('single_skill_margin')}, skill vector "
+                     f"at a margin of {calibration.get('one_skill_margin')}, skill vector "
                      f"weight {calibration.get('skill_vector_weight')}, selection cut "
                      f"{calibration.get('select_ratio')} / {calibration.get('select_min')})")
     return "\n".join(lines) + "\n"

@@ -146,6 +146,7 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
         library = engine.library
         look_alike = engine.look_alike_skills()
         left_out = _left_out(engine)
+        fit = engine.retrieval_fit()
     finally:
         close(engine)
     # The diagnostics are about the library, not the result: stderr, so `index > log` keeps
@@ -167,8 +168,8 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
             "removed": len(report.removed), "unchanged": report.unchanged,
             "edges_added": report.edges_added, "edges_removed": report.edges_removed,
             "embedded": result.embedded, "seconds": round(result.seconds, 3),
-            "errors": [d.format() for d in library.errors], "left_out_groups": left_out},
-            indent=2, ensure_ascii=False) + "\n")
+            "errors": [d.format() for d in library.errors], "left_out_groups": left_out,
+            "retrieval_fit": fit}, indent=2, ensure_ascii=False) + "\n")
     else:
         out.write(
             f"indexed {plural(result.skills, 'skill')} and {plural(result.groups, 'group')} "
@@ -176,12 +177,26 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
             f"{len(report.removed)} removed, {report.unchanged} unchanged; "
             f"{plural(report.edges_added, 'edge')} written, {report.edges_removed} removed; "
             f"{plural(result.embedded, 'text')} embedded ({result.seconds:.1f} s)\n")
+        if fit:
+            out.write(fit_summary(fit) + "\n")
     _say_left_out(left_out, why=False)
     if library.errors:
         sys.stderr.write(style.error(plural(len(library.errors), "error")) + ": the skills and "
                          "groups they concern were left out (see `skillgrove check`)\n")
         return EXIT_LEFT_OUT
     return 0
+
+
+def fit_summary(fit: Mapping[str, Any]) -> str:
+    """One line on the retrieval settings the history gave (``Skillgrove.retrieval_fit``)."""
+    rows = fit.get("history_rows", "?")
+    if fit.get("kept"):
+        return f"retrieval settings: the defaults, from a history of {rows} rows ({fit['kept']})"
+    said = [f"group threshold {fit.get('threshold')}",
+            f"skill vector weight {fit.get('skill_vector_weight')}",
+            f"selection cut {fit.get('select_ratio')} / {fit.get('select_min')}"]
+    return (f"retrieval settings fitted on {fit.get('sample')} held-out rows of a history of "
+            f"{rows}: " + ", ".join(said) + " (`skillgrove index --json` lists every value)")
 
 
 def _left_out(engine: Skillgrove) -> list[dict[str, Any]]:

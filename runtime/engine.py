@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     from skillgrove.graph.indexer import IndexResult
     from skillgrove.graph.learning import HistoryRow
     from skillgrove.graph.model import NodeRecord
-    from skillgrove.graph.retrieval import RequestContext, RetrievalConfig, Retriever, Toolbox
+    from skillgrove.graph.retrieval import RequestContext, Retriever, Toolbox
     from skillgrove.graph.runlog import RunLog, RunRecord
+    from skillgrove.graph.stages import Settings
     from skillgrove.graph.store import GraphStore
     from skillgrove.graph.suggest import Suggestions
     from skillgrove.groups.impact import Impact
@@ -224,7 +225,7 @@ class Skillgrove:
                  encoder: Encoder | None = None,
                  allow_rules: Sequence[str] = (),
                  concurrency: int = 4,
-                 retrieval: RetrievalConfig | None = None,
+                 retrieval: Settings | None = None,
                  executor: Executor | None = None,
                  auto_refresh: bool = True,
                  allow_effects: Sequence[str] | None = None,
@@ -314,10 +315,11 @@ class Skillgrove:
     def retriever(self) -> Retriever:
         with self._init_lock:
             if self._retriever is None:
-                from skillgrove.graph.retrieval import DEFAULT_CONFIG, Retriever
+                from skillgrove.graph.retrieval import Retriever
 
-                self._retriever = Retriever(self.store, self.encoder,
-                                            self._retrieval or DEFAULT_CONFIG)
+                # Without settings of its own, the retriever answers with those fitted on the
+                # library's history (stored with the index), else the defaults.
+                self._retriever = Retriever(self.store, self.encoder, self._retrieval)
             return self._retriever
 
     @property
@@ -532,15 +534,77 @@ class Skillgrove:
                     PATHS_KEY: "\n".join(str(p) for p in self.paths),
                     **self._last_good_entry(library)}
             co_use, transitions = _learned_from(rows, library)
+            fitted, fit_meta = self._fitted_settings(rows, library)
             result = index_library(library, self.store, self.encoder, progress, runs=runs,
-                                   write_lock=self._index_lock.write(), meta=meta,
-                                   co_use=co_use, transitions=transitions)
+                                   write_lock=self._index_lock.write(),
+                                   meta={**meta, **fit_meta}, co_use=co_use,
+                                   transitions=transitions, fitted=fitted)
             self._last_refresh = time.time()
             self._last_error = None
             self._checked_at = time.monotonic()
         for listener in list(self._listeners):
             listener(library)
         return result
+
+    def _fitted_settings(self, rows: Sequence[HistoryRow], library: Library,
+                         ) -> tuple[str, dict[str, str]]:
+        """(the retrieval settings fitted on ``rows``, as stored; the metadata saying how):
+        fitted as ``skillgrove bench`` fits them (``runtime.bench.fit_settings``, on a library
+        learned from nine tenths of the rows, judged on the rest), again only when the rows
+        changed. Under ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300 rows),
+        the defaults, and the details say so."""
+        import hashlib
+        import json
+        import tempfile
+
+        from skillgrove.graph.stages import (
+            DEFAULT_SETTINGS,
+            FIT_DETAILS_KEY,
+            FITTED_FROM_KEY,
+            FITTED_KEY,
+        )
+
+        if not rows:
+            return "", {FITTED_FROM_KEY: "", FIT_DETAILS_KEY: ""}
+        digest = hashlib.sha256(json.dumps(
+            [[r.request, list(r.skills), [list(e) for e in r.edges], r.succeeded]
+             for r in rows], ensure_ascii=False).encode()).hexdigest()
+        if self.store.get_meta(FITTED_FROM_KEY) == digest:
+            return self.store.get_meta(FITTED_KEY) or "", {}
+        from skillgrove.graph.embedded import EmbeddedStore
+        from skillgrove.runtime.bench import fit_settings, learned_store
+        from skillgrove.skills.loader import LoadOptions
+        from skillgrove.skills.safety import SafetyPolicy
+
+        options = LoadOptions(safety=SafetyPolicy(allow=self.allow_rules))
+        with tempfile.TemporaryDirectory(prefix="skillgrove-fit-") as scratch:
+
+            def build(name: str, fit_rows: Sequence[HistoryRow], min_support: int,
+                      ) -> GraphStore:
+                return learned_store(self.paths, library, fit_rows, Path(scratch) / name,
+                                     min_support, options, self.encoder,
+                                     lambda folder: EmbeddedStore(folder / "graph.sqlite"))
+
+            settings, details = fit_settings(build, rows, self.encoder, DEFAULT_SETTINGS,
+                                             say=self.log)
+        fitted = settings.to_json() if settings != DEFAULT_SETTINGS else ""
+        return fitted, {FITTED_FROM_KEY: digest,
+                        FIT_DETAILS_KEY: json.dumps(details, sort_keys=True, default=str)}
+
+    def retrieval_fit(self) -> dict[str, Any]:
+        """How the retrieval settings of the index were chosen from the library's history
+        (``skillgrove index --history``): the held-out sample and each value fitted, or why
+        the defaults were kept; empty without a history."""
+        import json
+
+        from skillgrove.graph.stages import FIT_DETAILS_KEY
+
+        text = self.store.get_meta(FIT_DETAILS_KEY)
+        try:
+            found = json.loads(text) if text else {}
+        except ValueError:
+            return {}
+        return found if isinstance(found, dict) else {}
 
     def _history(self, given: str | os.PathLike[str] | None) -> list[HistoryRow]:
         """The rows of the kept history file, after replacing it with ``given`` (read and
@@ -1334,19 +1398,12 @@ def _learned_from(rows: Sequence[HistoryRow], library: Library,
                   ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
     """(co-use, transitions) from a history file's rows, whose skills may be named by id or
     by name (a name means the skill that answers for it)."""
-    from skillgrove.graph.learning import HistoryRow, co_use_weights, transition_counts
+    from skillgrove.graph.learning import co_use_weights, transition_counts
+    from skillgrove.runtime.bench import rows_by_id
 
     if not rows:
         return {}, {}
-    ids = set(library.catalog.by_id())
-    by_name = {s.name: s.id for s in library.catalog.active.values()}
-
-    def known(skill: str) -> str:
-        return skill if skill in ids else by_name.get(skill, skill)
-
-    named = [HistoryRow(r.id, r.request, tuple(known(s) for s in r.skills),
-                        tuple((known(a), known(b)) for a, b in r.edges), r.succeeded)
-             for r in rows]
+    named = rows_by_id(rows, library)
     return co_use_weights(named), transition_counts(named)
 
 

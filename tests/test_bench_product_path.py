@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever, Toolbox
+from skillgrove.graph.learning import HistoryRow
+from skillgrove.graph.retrieval import Retriever, Toolbox
+from skillgrove.graph.stages import DEFAULT_SETTINGS, Settings
 from skillgrove.runtime import bench
 from skillgrove.runtime.engine import Skillgrove
 from skillgrove.runtime.errors import InvalidRequestError
@@ -48,7 +51,7 @@ def test_bench_and_index_history_give_the_same_toolboxes(name: str, tmp_path: Pa
     if not folder.is_dir():
         pytest.skip(f"{folder} is missing")
     dataset = cut(bench.read_dataset(folder))
-    config = RetrievalConfig()
+    config = Settings()
     # The harness: its own library folder, learned groups, co-use and transitions.
     store, _, _ = bench._build(dataset, tmp_path / "bench", "groups", None,
                                      encoder, lambda f: EmbeddedStore(f / "index.sqlite"))
@@ -81,5 +84,72 @@ def test_a_malformed_history_names_its_line(tmp_path: Path, encoder: object) -> 
             engine.index(history=bad)
         assert "history.jsonl:2" in str(caught.value)
         assert not (tmp_path / "index" / "history.jsonl").exists()
+    finally:
+        engine.close()
+
+
+def history_file(rows: Sequence[HistoryRow], path: Path) -> Path:
+    path.write_text("".join(json.dumps({"id": r.id, "request": r.request,
+                                        "skills": list(r.skills), "edges": list(r.edges)})
+                            + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_index_history_fits_the_settings_bench_fits(tmp_path: Path, encoder: object) -> None:
+    """What ``skillgrove index --history`` learns is what ``skillgrove bench`` scores: the
+    same settings, fitted by the same code on the same held-out rows, and the same toolboxes.
+    320 history rows of ToolLinkOS: 32 held out, above the minimum sample of 30."""
+    folder = BENCHMARKS / "toollinkos"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is missing")
+    full = bench.read_dataset(folder)
+    queries, history = full.queries[:20], full.history[:320]
+    wanted = {s for q in queries for s in q.gold} | {s for r in history for s in r.skills}
+    others = [s for s in full.skills if str(s["id"]) not in wanted][:40]
+    keep = wanted | {str(s["id"]) for s in others}
+    dataset = replace(full, skills=tuple(s for s in full.skills if str(s["id"]) in keep),
+                      history=history, queries=queries)
+
+    def make_store(folder: Path) -> EmbeddedStore:
+        return EmbeddedStore(folder / "graph.sqlite")
+
+    fitted, details = bench.fit_on_dataset(dataset, tmp_path / "fit", encoder,  # type: ignore[arg-type]
+                                           make_store)
+    assert details["sample"] == 32 and "kept" not in details
+    assert fitted != DEFAULT_SETTINGS  # something was learned, or the test shows nothing
+    store, _, _ = bench._build(dataset, tmp_path / "bench", "groups", None,
+                               encoder, make_store)  # type: ignore[arg-type]
+    harness = Retriever(store, encoder, fitted)  # type: ignore[arg-type]
+    engine = Skillgrove([tmp_path / "bench" / "library"], index=tmp_path / "index",
+                        encoder=encoder, auto_refresh=False)  # type: ignore[arg-type]
+    try:
+        engine.index(history=history_file(history, tmp_path / "history.jsonl"))
+        assert engine.retrieval_fit()["sample"] == 32
+        for query in dataset.queries:
+            assert answer(engine.search(query.request)) == answer(
+                harness.search(query.request)), query.request
+        assert engine.retriever.settings == fitted
+        # Indexed again with the same history, nothing is fitted again; the settings stay.
+        engine.index()
+        engine.search(queries[0].request)
+        assert engine.retriever.settings == fitted
+    finally:
+        engine.close()
+        store.close()
+
+
+def test_a_short_history_keeps_the_defaults_and_says_why(tmp_path: Path,
+                                                           encoder: object) -> None:
+    library = Path(__file__).resolve().parents[1] / "library"
+    rows = [HistoryRow(str(i), "summarize this PDF", ("pdf-to-text", "summarize-text"), ())
+            for i in range(40)]
+    engine = Skillgrove([library], index=tmp_path / "index", encoder=encoder)  # type: ignore[arg-type]
+    try:
+        engine.index(history=history_file(rows, tmp_path / "history.jsonl"))
+        fit = engine.retrieval_fit()
+        assert fit["history_rows"] == 40 and "fewer than 30" in fit["kept"]
+        engine.search("summarize this PDF")
+        assert engine.retriever.settings == DEFAULT_SETTINGS
     finally:
         engine.close()

@@ -12,7 +12,8 @@ from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.indexer import index_library
 from skillgrove.graph.model import EdgeKind
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever
+from skillgrove.graph.retrieval import Retriever
+from skillgrove.graph.stages import DEFAULT_SETTINGS
 from skillgrove.groups.library import load_library
 from skillgrove.skills.loader import LoadOptions
 from tests.helpers import write_skill
@@ -74,7 +75,7 @@ def test_a_skill_without_prerequisites_stays_one_skill(retriever: Retriever) -> 
 
 
 def test_the_closure_can_be_turned_off(retriever: Retriever) -> None:
-    plain = Retriever(retriever.store, retriever.encoder, RetrievalConfig(closure_max=0))
+    plain = Retriever(retriever.store, retriever.encoder, DEFAULT_SETTINGS.but(plan={"closure": None}))
     toolbox = plain.search("book me a flight to Lisbon next Friday")
     assert toolbox.shape in ("skill", "skills") and not toolbox.edges
 
@@ -140,6 +141,6 @@ def test_the_nearest_and_first_named_prerequisites_come_first(tmp_path: Path,
     for a, b in toolbox.edges:  # a DAG, each prerequisite before what needs it
         assert order.index(names[a]) < order.index(names[b])
     assert order[-2:] == ["shop-login", "add-to-cart"]
-    small = Retriever(store, encoder, RetrievalConfig(closure_max=2))
+    small = Retriever(store, encoder, DEFAULT_SETTINGS.but(plan={"closure": 2}))
     kept = [s.name for s in small.search("put this jacket in my shop cart").skills[:3]]
     assert kept == ["add-to-cart", "shop-login", "validate-email"]

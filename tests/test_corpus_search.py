@@ -76,12 +76,10 @@ CHINESE_FOR_ENGLISH = [
 
 def test_chinese_requests_find_english_skills_through_the_gloss(
         corpus_store: EmbeddedStore, encoder: CachedEncoder) -> None:
-    from dataclasses import replace
-
-    from skillgrove.graph.retrieval import RetrievalConfig
+    from skillgrove.graph.stages import DEFAULT_SETTINGS
 
     glossed = Retriever(corpus_store, encoder)
-    plain = Retriever(corpus_store, encoder, replace(RetrievalConfig(), use_gloss=False))
+    plain = Retriever(corpus_store, encoder, DEFAULT_SETTINGS.but(skills={"gloss": False}))
     found = {request: [s.name for s in glossed.search(request, k=5).skills[:3]]
              for request, _ in CHINESE_FOR_ENGLISH}
     def accepted(name: str | tuple[str, ...]) -> tuple[str, ...]:

@@ -3,18 +3,17 @@
 A router fitted on a few requests per group learns their shared words as well as their task:
 here every request of the shopping group names Amazon, so "Amazon's share price" leans towards
 it. The final step of each group (the skill no other step waits for) says what the group is for,
-and ``target_weight`` lets that evidence decide among the router's candidates."""
+and ``GroupSettings.final_steps`` lets that evidence decide among the router's candidates."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.model import NodeKind
-from skillgrove.graph.retrieval import RetrievalConfig, Retriever, _final_members
+from skillgrove.graph.retrieval import Retriever, _final_members
+from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps
 from tests.helpers import indexed_store
 
 SKILLS = {
@@ -66,10 +65,11 @@ def test_the_final_steps_are_those_no_step_needs(store: EmbeddedStore) -> None:
 
 def test_the_final_step_evidence_picks_the_group_the_request_is_for(
         store: EmbeddedStore, encoder: CachedEncoder) -> None:
-    config = replace(RetrievalConfig(), single_skill_margin=1.0, single_step_lead=1.0,
-                     group_threshold=0.0, extend_groups=False)
+    config = DEFAULT_SETTINGS.but(
+        groups={"one_skill_margin": None, "step_lead": None, "threshold": 0.0},
+        plan={"extend_groups": False})
     alone = Retriever(store, encoder, config).search(REQUEST)
-    weighed = Retriever(store, encoder, replace(config, target_weight=32.0)).search(REQUEST)
+    weighed = Retriever(store, encoder, config.but(groups={"final_steps": FinalSteps(32.0)})).search(REQUEST)
     assert alone.group is not None and weighed.group is not None
     # The router alone leans on the shared word; the fixture exists to show that.
     assert alone.group.name.startswith("amazon-login"), alone.group_candidates

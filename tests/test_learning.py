@@ -190,9 +190,9 @@ def test_the_fast_route_is_cut_where_it_loses_nothing() -> None:
     # a loss early on may be paid back by later gains: the mean over the rows taken decides
     mixed = [(0.99, 0.0, 1.0)] + [(0.9, 1.0, 0.5)] * 25
     assert lossless_cut(mixed) == (0.9, 1.0)
-    assert lossless_cut(sure[:10]) == (2.0, 0.0)  # too few rows to trust
-    assert lossless_cut([(0.99, 0.5, 1.0)] * 30) == (2.0, 0.0)  # always worse: never
-    assert lossless_cut([(0.4, 1.0, 1.0)] * 30) == (2.0, 0.0)  # the words alone are unsure
+    assert lossless_cut(sure[:10]) == (None, 0.0)  # too few rows to trust
+    assert lossless_cut([(0.99, 0.5, 1.0)] * 30) == (None, 0.0)  # always worse: never
+    assert lossless_cut([(0.4, 1.0, 1.0)] * 30) == (None, 0.0)  # the words alone are unsure
 
 
 def test_runs_calling_the_same_skills_in_different_orders_mine_a_valid_dag(

@@ -259,7 +259,6 @@ ABLATED = [
 def test_a_stage_turned_off_changes_the_answer_it_is_for(
         retriever: tuple[Library, Retriever], stage: str, request_text: str, on: list[str],
         off: list[str] | None) -> None:
-    from dataclasses import replace
 
     from skillgrove.runtime.bench import STAGES, without_stages
 
@@ -273,14 +272,14 @@ def test_a_stage_turned_off_changes_the_answer_it_is_for(
         return [names[s] for s in toolbox.selected], toolbox.group is not None
 
     assert answer(search)[0] == on
-    ablated = Retriever(search.store, search.encoder, without_stages(search.config, [stage]))
+    ablated = Retriever(search.store, search.encoder, without_stages(search.settings, [stage]))
     chosen, grouped = answer(ablated)
     assert not grouped or stage != "groups"
     if off is not None:
         assert chosen == off
-    assert without_stages(search.config, [stage]) == replace(search.config, **STAGES[stage][1])
+    assert without_stages(search.settings, [stage]) == search.settings.but(**STAGES[stage][1])
     with pytest.raises(ValueError, match="unknown stage 'nope'"):
-        without_stages(search.config, ["nope"])
+        without_stages(search.settings, ["nope"])
 
 
 def test_the_planner_off_leaves_a_composed_toolbox_unordered(
@@ -290,6 +289,6 @@ def test_the_planner_off_leaves_a_composed_toolbox_unordered(
     _, search = retriever
     request_text = "zip up these three files and email them to Bob"
     assert search.search(request_text).edges
-    ablated = Retriever(search.store, search.encoder, without_stages(search.config, ["planner"]))
+    ablated = Retriever(search.store, search.encoder, without_stages(search.settings, ["planner"]))
     toolbox = ablated.search(request_text)
     assert len(toolbox.selected) == 2 and not toolbox.edges

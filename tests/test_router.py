@@ -128,9 +128,7 @@ class _NoEncoder:
 
 def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder,
                                                           tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from dataclasses import replace
-
-    from skillgrove.graph.retrieval import DEFAULT_CONFIG
+    from skillgrove.graph.stages import DEFAULT_SETTINGS
 
     library = load_library([FIXTURES / "library"], LoadOptions())
     store = EmbeddedStore(tmp_path / "graph.sqlite")
@@ -138,8 +136,8 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
     request = "summarize the quarterly report PDF and email the metrics to the team"
     full = Retriever(store, encoder).search(request)
     assert full.group is not None and "route" not in full.group.explanation
-    fast_config = replace(DEFAULT_CONFIG, group_threshold=0.0, fast_route_confidence=0.0,
-                          group_support_depth=None)
+    fast_config = DEFAULT_SETTINGS.but(
+        groups={"threshold": 0.0, "fast_route": 0.0, "support_depth": None})
     fast = Retriever(store, _NoEncoder(), fast_config).search(request)  # type: ignore[arg-type]
     assert fast.group is not None and fast.group.id == full.group.id
     assert fast.group.explanation["route"] == "lexical"
@@ -147,7 +145,7 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
     # A positive similarity bar needs the embedding: no fast route then.
     with pytest.raises(AssertionError, match="must not embed"):
         Retriever(store, _NoEncoder(),  # type: ignore[arg-type]
-                  replace(fast_config, group_threshold=0.35)).search(request)
+                  fast_config.but(groups={"threshold": 0.35})).search(request)
     store.close()
 
 

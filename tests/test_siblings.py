@@ -4,25 +4,23 @@ Libraries often hold groups that differ by one part of their last skill's name: 
 statistic by country, by city or by sub-region; a reminder in the Apple, Google or Microsoft
 calendar. A router fitted on a few requests per group learns the places those requests named
 ("Japan", "New York"), not the part itself, and a request about Canada leans on whatever else
-it shares with them. ``sibling_weight`` compares each request word with the part that sets
+it shares with them. ``GroupSettings.siblings`` compares each request word with the part that sets
 each sibling apart ("Canada" is nearer "country" than "city")."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.retrieval import (
-    RetrievalConfig,
     Retriever,
     distinguishing_parts,
     name_words,
     request_terms,
     weigh_final_steps,
 )
+from skillgrove.graph.stages import DEFAULT_SETTINGS, Siblings
 from skillgrove.runtime.commands import render_toolbox
 from tests.helpers import indexed_store
 
@@ -65,16 +63,18 @@ def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> E
 
 # The stage is off by default (leave-one-data-set-out: ToolLens's history loses with it); bench
 # turns it on for a library whose own held-out history wins with it, at 8 on ToolLinkOS.
-CONFIG = replace(RetrievalConfig(), sibling_weight=8.0, single_skill_margin=1.0,
-                 single_step_lead=1.0, group_threshold=0.0, extend_groups=False)
+CONFIG = DEFAULT_SETTINGS.but(
+    groups={"siblings": Siblings(8.0), "one_skill_margin": None, "step_lead": None,
+            "threshold": 0.0},
+    plan={"extend_groups": False})
 
 
 def test_the_request_word_picks_the_sibling_its_part_names(
         store: EmbeddedStore, encoder: CachedEncoder) -> None:
-    alone = Retriever(store, encoder, replace(CONFIG, sibling_weight=0.0)).search(REQUEST)
+    alone = Retriever(store, encoder, CONFIG.but(groups={"siblings": None})).search(REQUEST)
     # Fitted on two requests a group, the router is certain (1.0 against 0.0, floored at
     # 0.01): the default weight breaks near ties only, so the fixture needs a larger one.
-    weighed = Retriever(store, encoder, replace(CONFIG, sibling_weight=40.0)).search(REQUEST)
+    weighed = Retriever(store, encoder, CONFIG.but(groups={"siblings": Siblings(40.0)})).search(REQUEST)
     assert alone.group is not None and weighed.group is not None
     # The router alone follows "right now", a phrase only the city group's requests share
     # with this one; the fixture exists to show that.
@@ -162,7 +162,7 @@ SHOP_GROUPS = {
         "Take the lamp out of my eBay cart", "Delete the phone case from my eBay basket"]),
     "music": ("play-song", "play-song", ["Play my favourite song", "Put on some music"]),
 }
-STAND_IN = replace(CONFIG, stand_in_margin=0.0)
+STAND_IN = CONFIG.but(plan={"stand_in": 0.0})
 
 
 @pytest.fixture(scope="module")
@@ -206,5 +206,5 @@ def test_no_stand_in_for_a_sibling_a_candidate_group_ends_with(
         store: EmbeddedStore, encoder: CachedEncoder) -> None:
     # Both rent groups exist: choosing between them is the router's and the sibling
     # evidence's, never a stand-in's.
-    toolbox = Retriever(store, encoder, replace(STAND_IN, sibling_weight=0.0)).search(REQUEST)
+    toolbox = Retriever(store, encoder, STAND_IN.but(groups={"siblings": None})).search(REQUEST)
     assert toolbox.group is not None and toolbox.group.name == "rent-by-city"

@@ -1,0 +1,174 @@
+"""Retrieval's stages one at a time (``graph/stages``), as tables: what fits, what the selection
+keeps, what is suggested and why, and the settings that turn each stage off (None).
+
+The stages running together on a real library are in ``test_library_retrieval.py`` (requests
+and the toolboxes they get, in order, with each stage on and off)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.stages import (
+    DEFAULT_SETTINGS,
+    FinalSteps,
+    GroupSettings,
+    PlanSettings,
+    Settings,
+    Siblings,
+    SkillSettings,
+)
+from skillgrove.graph.stages.skills import fits, selection_cut
+from skillgrove.graph.stages.suggestions import SuggestionSettings, suggest
+
+# -- stage 1: candidate skills ----------------------------------------------------------------
+
+# (what the request is, score, explanation, fits by default)
+FITS: list[tuple[str, float, dict[str, Any], bool]] = [
+    ("words and embedding agree", 0.40, {"vector": 0.45, "lexical": 0.3}, True),
+    ("a long request, few shared words", 0.19, {"vector": 0.23, "lexical": 0.05}, True),
+    ("the embedding alone: no shared word", 0.19, {"vector": 0.23, "lexical": 0.0}, False),
+    ("words alone: the embedding far off", 0.30, {"vector": 0.10, "lexical": 0.6}, False),
+    ("within the slack, carried by the score", 0.26, {"vector": 0.19, "lexical": 0.2}, True),
+    ("within the slack, too weak a score", 0.20, {"vector": 0.19, "lexical": 0.2}, False),
+    ("mostly CJK: the score alone", 0.26, {"vector": 0.05, "lexical": 0.4, "cjk": True}, True),
+    ("mostly CJK, below the bar", 0.20, {"vector": 0.60, "lexical": 0.1, "cjk": True}, False),
+    ("no vector evidence (fast route)", 0.30, {"lexical": 0.3}, True),
+]
+
+
+@pytest.mark.parametrize(("case", "score", "explanation", "expected"), FITS,
+                         ids=[row[0] for row in FITS])
+def test_what_fits_a_request_on_its_own(case: str, score: float,
+                                        explanation: dict[str, Any], expected: bool) -> None:
+    assert fits(SkillSettings(), score, explanation) is expected
+
+
+def test_without_the_embedding_rule_the_score_alone_decides() -> None:
+    off = SkillSettings(fit_cosine=None)
+    assert fits(off, 0.30, {"vector": 0.10, "lexical": 0.6})
+    assert not fits(off, 0.19, {"vector": 0.23, "lexical": 0.05})
+
+
+# (best score, the lowest score selected beside it)
+CUTS = [(0.80, 0.68), (0.40, 0.34), (0.26, 0.25), (0.20, 0.20)]
+
+
+@pytest.mark.parametrize(("top", "cut"), CUTS)
+def test_the_selection_keeps_skills_near_the_best(top: float, cut: float) -> None:
+    assert selection_cut(SkillSettings(), top) == pytest.approx(cut)
+
+
+# -- stage 4: suggestions ---------------------------------------------------------------------
+
+
+class _Reads:
+    """A library of a few nodes and edges, read as a search reads the store."""
+
+    def __init__(self, nodes: Sequence[NodeRecord], edges: Sequence[Edge]) -> None:
+        self.nodes = {n.id: n for n in nodes}
+        self.edges = list(edges)
+
+    def fetch(self, nodes: Iterable[str] = (), vectors: Iterable[str] = (),
+              neighbors: Iterable[str] = ()) -> None:
+        pass
+
+    def node(self, node_id: str) -> NodeRecord | None:
+        return self.nodes.get(node_id)
+
+    def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
+                  ) -> list[tuple[Edge, NodeRecord]]:
+        out = []
+        for edge in self.edges:
+            if kinds is not None and edge.kind not in kinds:
+                continue
+            if node_id in (edge.src, edge.dst):
+                other = edge.dst if edge.src == node_id else edge.src
+                out.append((edge, self.nodes[other]))
+        return out
+
+
+def _skill(name: str, **data: Any) -> NodeRecord:
+    return NodeRecord(name, NodeKind.SKILL, name, name, name, data)
+
+
+LIBRARY = _Reads(
+    [_skill("pdf-to-text"), _skill("summarize"), _skill("send-email"), _skill("zip"),
+     _skill("ocr", companions=[{"id": "pdf-to-text", "name": "pdf-to-text",
+                                "reason": "its text names pdf-to-text"}]),
+     _skill("pdf-to-text-copy"),
+     NodeRecord("report", NodeKind.GROUP, "report", "", "",
+                {"members": ["pdf-to-text", "summarize", "send-email"]})],
+    [Edge(EdgeKind.CONTAINS, "report", "pdf-to-text"),
+     Edge(EdgeKind.CO_USED, "zip", "send-email", 3.0),
+     Edge(EdgeKind.FLOWS_TO, "summarize", "send-email"),
+     Edge(EdgeKind.SIMILAR_TO, "pdf-to-text", "pdf-to-text-copy", 0.9)])
+
+# (the selection, suggested (name, why) in order)
+SUGGESTED = [
+    (["pdf-to-text"], [("send-email", "in group 'report' with pdf-to-text"),
+                       ("summarize", "in group 'report' with pdf-to-text")]),
+    (["zip"], [("send-email", "used with zip 3x")]),
+    (["send-email"], [("zip", "used with send-email 3x"),
+                      ("summarize", "runs before send-email in a group")]),
+    (["ocr"], [("pdf-to-text", "ocr: its text names pdf-to-text")]),
+    (["pdf-to-text", "summarize", "send-email"], [("zip", "used with send-email 3x")]),
+]
+
+
+@pytest.mark.parametrize(("selected", "expected"), SUGGESTED)
+def test_what_is_usually_used_with_the_selection(selected: list[str],
+                                                 expected: list[tuple[str, str]]) -> None:
+    found = suggest(LIBRARY, selected, set(selected), SuggestionSettings())
+    assert [(s.name, s.reason) for s in found] == expected
+
+
+def test_a_substitute_is_never_a_suggestion() -> None:
+    found = suggest(LIBRARY, ["pdf-to-text"], {"pdf-to-text"}, SuggestionSettings())
+    assert "pdf-to-text-copy" not in {s.name for s in found}
+
+
+def test_suggestions_are_capped() -> None:
+    found = suggest(LIBRARY, ["send-email"], {"send-email"}, SuggestionSettings(count=1))
+    assert [s.name for s in found] == ["zip"]
+
+
+# -- the settings -----------------------------------------------------------------------------
+
+
+def test_a_stage_setting_changes_alone() -> None:
+    changed = DEFAULT_SETTINGS.but(groups={"threshold": 0.3}, plan={"near_miss": 0.05})
+    assert changed.groups == GroupSettings(threshold=0.3)
+    assert changed.plan == PlanSettings(near_miss=0.05)
+    assert changed.skills == DEFAULT_SETTINGS.skills
+
+
+def test_the_group_stage_turns_off_and_stays_off() -> None:
+    off = DEFAULT_SETTINGS.but(groups=None)
+    assert off.groups is None
+    assert off.but(groups={"threshold": 0.3}).groups is None
+    with pytest.raises(ValueError, match="cannot be turned off"):
+        DEFAULT_SETTINGS.but(plan=None)
+    with pytest.raises(ValueError, match="no retrieval stage 'nope'"):
+        DEFAULT_SETTINGS.but(nope={})
+
+
+def test_fitted_settings_read_back_as_written() -> None:
+    fitted = DEFAULT_SETTINGS.but(
+        skills={"vector_weight": 0.25, "minimum": 0.1},
+        groups={"final_steps": FinalSteps(8.0, 0.25), "siblings": Siblings(8.0),
+                "top_lead": 0.9, "one_skill_margin": None, "fast_route": 0.7},
+        plan={"near_miss": 0.02, "stand_in": 0.0})
+    assert Settings.from_json(fitted.to_json()) == fitted
+    assert Settings.from_json(DEFAULT_SETTINGS.but(groups=None).to_json()).groups is None
+
+
+def test_a_setting_this_version_does_not_know_is_dropped() -> None:
+    text = ('{"skills": {"minimum": 0.1, "retired_knob": 3}, '
+            '"groups": {"siblings": {"weight": 4.0, "overlap": 0.3, "old": 1}}}')
+    read = Settings.from_json(text)
+    assert read.skills == SkillSettings(minimum=0.1)
+    assert read.groups is not None and read.groups.siblings == Siblings(4.0, 0.3)

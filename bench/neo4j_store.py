@@ -11,6 +11,9 @@ The server's skills and groups are replaced. For each size:
   ``text_search`` (k = 50, what retrieval asks for) and a whole ``Retriever.search``, both
   stores in the same run, taking turns call by call, with the ratio of their p50s (issue #15:
   at most 10x, and at most 40 ms at 10k);
+* the first ``text_search`` after a sync, once per store: Neo4j reads every skill's tokens
+  then (the term counts it scores BM25 on, kept until the next sync), the embedded store
+  builds its BM25 from the counts it stored;
 * ``Retriever.search`` on Neo4j once more with the store's read cache emptied before each
   search ("nothing kept": the records, vectors and neighbours a search needs are all read;
   the plain figure keeps what earlier searches read, as a serving process does);
@@ -182,6 +185,13 @@ def round_trips(store: Neo4jStore, encoder: CachedEncoder, *, kept: bool) -> lis
     return counts
 
 
+def first_text_search(store: GraphStore) -> float:
+    """Seconds the first text search after a sync takes (what is read or built for it)."""
+    started = time.perf_counter()
+    store.text_search(NodeKind.SKILL, REQUESTS[0], 50)
+    return time.perf_counter() - started
+
+
 def search_figures(stores: Mapping[str, GraphStore], encoder: CachedEncoder,
                    ) -> dict[str, dict[str, tuple[float, float]]]:
     """Store name -> what -> (p50, p95) in ms, the stores timed in turns (see :func:`timed`)."""
@@ -257,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 embedded = EmbeddedStore(Path(tmp) / "graph.sqlite")
                 syncs = {"neo4j": sync_figures(neo4j, nodes, node_vectors, edges),
                          "embedded": sync_figures(embedded, nodes, node_vectors, edges)}
+                for name, store in (("neo4j", neo4j), ("embedded", embedded)):
+                    syncs[name]["first_text"] = first_text_search(store)
                 searches = search_figures({"neo4j": neo4j, "embedded": embedded}, encoder)
                 recall, same = quality(neo4j, embedded, encoder)
                 trips = (round_trips(neo4j, encoder, kept=False),
@@ -274,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"unchanged {s['noop']:.2f} s, {s['updated']} updated {s['update']:.2f} s")
         ratio = syncs["neo4j"]["full"] / syncs["embedded"]["full"]
         print(f"  full sync: neo4j takes {ratio:.1f}x the embedded store's time")
+        print(f"  first text_search after a sync: neo4j {syncs['neo4j']['first_text'] * 1000:.0f}"
+              f" ms (reads the term counts), embedded "
+              f"{syncs['embedded']['first_text'] * 1000:.0f} ms (builds its BM25)")
         print(f"  {'latency, ms':<18}{'neo4j p50':>10}{'p95':>8}{'embedded p50':>14}{'p95':>8}"
               f"{'p50 ratio':>11}")
         for what in ("vector_search", "text_search", "Retriever.search", "  nothing kept"):

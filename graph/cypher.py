@@ -600,6 +600,11 @@ def cosine_from_score(score: float) -> float:
 #    term no node holds counts with the mean idf): the embedded store's 0..1 lexical score, to
 #    float precision.
 #
+# That is the path of a graph without a sync token. With one, the store reads every node's
+# ``tokens`` once per token (the ``postings`` rows of :func:`hybrid_searches`) and does step 3
+# itself on every node that holds a query term, with the same arithmetic: the same scores, and
+# the exact top ``k`` (``graph.neo4j_store._KindLexicon``).
+#
 # ``tokens`` are stored, so they must be those of today's tokenizer: a sync that finds a
 # different :func:`tokenizer_signature` in meta rewrites them all.
 

@@ -38,6 +38,8 @@ BUILDERS: list[Callable[[], cypher.Statement]] = [
     lambda: cypher.candidate_reads([HOSTILE], [HOSTILE]),
     lambda: cypher.hybrid_searches([(NodeKind.SKILL, 200), (NodeKind.GROUP, 200)],
                                    {NodeKind.SKILL: 5}, [HOSTILE, "pdf"], [0.5, 0.5]),
+    lambda: cypher.hybrid_searches([], {NodeKind.SKILL: 5}, [HOSTILE, "pdf"], [0.5, 0.5],
+                                   {NodeKind.SKILL: HOSTILE, NodeKind.GROUP: None}),
     lambda: cypher.lock_sync(HOSTILE),
     lambda: cypher.write_run({"id": HOSTILE, "group": HOSTILE, "inputs": HOSTILE},
                              [{"id": HOSTILE, "order": 0, "error": HOSTILE}]),

@@ -521,9 +521,7 @@ def draft_to_yaml(draft: DraftGroup, names: Mapping[str, str] | None = None,
         inputs, _ = contracts.get(member, (None, None))
         declared_inputs = _properties_of(inputs)
         required = dict(_required_properties(inputs))
-        bindings: dict[str, str] = {}
-
-
+        bindings: dict[str, Any] = {}
         for (target, key), binding in by_input.items():
             if target != member or (inputs is not None and key not in declared_inputs):
                 continue
@@ -541,6 +539,20 @@ def draft_to_yaml(draft: DraftGroup, names: Mapping[str, str] | None = None,
                 bindings[key] = f"${{{{ steps.{step_ids[source[0]]}.outputs.{source[1]} }}}}"
             else:
                 bindings[key] = _group_input(group_inputs, key, spec)
+        # A file an upstream step made goes where this step takes files, when that is an
+        # optional input no one set ("zip these files and email them": the archive is the
+        # attachment, not the subject).
+        read = {str(v) for v in bindings.values()}
+        made = [f"${{{{ steps.{step_ids[source]}.outputs.{name} }}}}" for source in upstream
+                for name, out in _properties_of(contracts.get(source, (None, None))[1]).items()
+                if _is_path(out, str(name))]
+        unread = [expression for expression in made if expression not in read]
+        takes = [key for key, spec in declared_inputs.items()
+                 if key not in bindings and key not in required and _is_path(spec, key)
+                 and not key.endswith(_FOLDER_WORDS)]
+        if len(unread) == 1 and len(takes) == 1:
+            spec = declared_inputs[takes[0]]
+            bindings[takes[0]] = [unread[0]] if "array" in _types_of(spec) else unread[0]
         if bindings:
             step["with"] = bindings
         steps.append(step)
@@ -586,10 +598,31 @@ def _output_for(key: str, spec: Any, before: Sequence[str], upstream: Sequence[s
             return source, key
     if not wanted:
         return None
-    fitting = [(source, str(name)) for source in upstream
+    fitting = [(source, str(name), out) for source in upstream
                for name, out in _properties_of(contracts.get(source, (None, None))[1]).items()
                if _types_of(out) and _fits(_types_of(out), wanted)]
-    return fitting[0] if len(fitting) == 1 else None
+    # The one output that fits, and a file's path only where a file is taken: an archive's
+    # path is no mail's subject.
+    if len(fitting) != 1 or _is_path(fitting[0][2], fitting[0][1]) != _is_path(spec, key):
+        return None
+    return fitting[0][0], fitting[0][1]
+
+
+_FOLDER_WORDS = ("dir", "folder", "directory")
+"""How an input that takes a folder, not a file, is named (``outbox_dir``)."""
+
+
+def _is_path(spec: Any, name: str = "") -> bool:
+    """Whether an input or output holds a file's path, or a list of them: declared so
+    (``format: path``, as an input the sandbox mounts is), or named so (``path``,
+    ``..._path``, ``paths``: what outputs are called, having nothing to mount)."""
+    if name == "path" or name == "paths" or name.endswith(("_path", "_paths")):
+        return True
+    if not isinstance(spec, Mapping):
+        return False
+    items = spec.get("items")
+    return spec.get("format") == "path" or (
+        isinstance(items, Mapping) and items.get("format") == "path")
 
 
 def _types_of(spec: Any) -> set[str]:

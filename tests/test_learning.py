@@ -6,6 +6,7 @@ import json
 import shutil
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -289,6 +290,52 @@ def test_a_draft_binds_the_inputs_its_skills_declare(tmp_path: Path) -> None:
     group = library.groups[draft.id]
     assert {spec.name: spec.type for spec in group.inputs} == {"url": "string",
                                                                 "keep_links": "boolean"}
+
+
+ZIP = {"type": "object", "properties": {"files": {"type": "array", "format": "path",
+                                                   "items": {"type": "string"}}},
+       "required": ["files"]}
+ZIP_OUT = {"type": "object", "properties": {"path": {"type": "string"},
+                                           "names": {"type": "array",
+                                                     "items": {"type": "string"}}}}
+MAIL = {"type": "object", "properties": {
+    "to": {"type": ["string", "array"]}, "subject": {"type": "string"},
+    "body": {"type": "string"},
+    "attachments": {"type": "array", "format": "path", "items": {"type": "string"},
+                    "default": []},
+    "outbox_dir": {"type": "string", "format": "path", "default": ""}},
+    "required": ["to", "subject", "body"]}
+SUMMARIZE = {"type": "object", "properties": {"text": {"type": "string"}},
+             "required": ["text"]}
+READ_OUT = {"type": "object", "properties": {"content": {"type": "string"}}}
+
+
+# (members, contracts, lines the draft holds, lines it must not hold)
+FILE_BINDINGS = [
+    # the archive is the attachment; subject and body are asked for, not the archive's path
+    (("zip", "mail"), {"zip": (ZIP, ZIP_OUT), "mail": (MAIL, None)},
+     ["- ${{ steps.zip.outputs.path }}", "subject: ${{ inputs.subject }}",
+      "body: ${{ inputs.body }}", "to: ${{ inputs.to }}"],
+     ["subject: ${{ steps.zip", "body: ${{ steps.zip", "to: ${{ steps.zip",
+      "outbox_dir"]),
+    # the one text an earlier step makes still feeds the text a later one needs
+    (("read", "summarize"), {"read": (None, READ_OUT), "summarize": (SUMMARIZE, None)},
+     ["text: ${{ steps.read.outputs.content }}"], []),
+]
+
+
+@pytest.mark.parametrize(("members", "contracts", "present", "absent"), FILE_BINDINGS)
+def test_a_file_a_step_makes_goes_where_the_next_takes_files(
+        members: tuple[str, str], contracts: dict[str, Any], present: list[str],
+        absent: list[str]) -> None:
+    from skillgrove.graph.learning import DraftGroup, draft_to_yaml
+
+    draft = DraftGroup("composed", members, (members,), ("do it",), 0, "do it")
+    text = draft_to_yaml(draft, contracts=contracts)
+    for line in present:
+        assert line in text, text
+    for line in absent:
+        assert line not in text, text
 
 
 def test_hide_sets_removes_a_seeded_share_of_recurring_sets() -> None:

@@ -38,9 +38,10 @@ time, 3 to 5 ms of a loaded one, whatever the query does). So a search asks litt
 bulk: ``hybrid_searches`` runs every vector search of a request in one statement — the vector
 index queries whose hits bring their records, and the sync token that says whether the term
 counts held are current (they come in the same statement when not) — and reads the records
-and vectors of the lexical-only hits in a second; the batched reads (``nodes_by_id``, ``vectors``, ``neighbors_of``) are one query
-each. A ``Retriever.search`` takes three to five (``tests/neo4j/test_round_trips.py`` holds it
-to a bound), where it took 140 reading record by record. Rows are taken from the driver as
+and vectors of the lexical-only hits in a second; the batched reads (``nodes_by_id``,
+``vectors``, ``neighbors_of``) are one query each. A ``Retriever.search`` takes three to five
+(``tests/neo4j/test_round_trips.py`` holds it to a bound), where it took 140 reading record by
+record. Rows are taken from the driver as
 decoded (``_rows``): ``Record.data()`` copied each vector float by float, which cost more than
 the round trip.
 
@@ -54,8 +55,9 @@ with the embedded store (whose ``get_meta`` reloads a changed file); the single 
 counts text search is scored on are kept the same way, apart (``clear_read_cache`` leaves
 them), and read again in the statement of the first search that finds a new token; when the
 token that statement reads first and the one it reads last differ, a sync committed while it
-ran, and nothing it read is kept. Nothing is kept of a graph without a token (never synced, or cleared); a change made to the graph around
-``sync`` (Cypher of one's own) is not noticed until the next sync.
+ran, and nothing it read is kept. Nothing is kept of a graph without a token (never synced, or
+cleared); a change made to the graph around ``sync`` (Cypher of one's own) is not noticed until
+the next sync.
 
 **Two writers.** Replicas of a team may re-index at the same moment. A sync's transaction
 begins by writing its sync token to the token's meta node, which holds that node's write lock

@@ -34,10 +34,10 @@ def library(size: int, seed: int = 3) -> list[NodeRecord]:
     """Skills whose texts repeat words unevenly: many ties and near-ties, short and long texts,
     terms most skills hold (their idf is the floor) and terms few do."""
     rng = np.random.default_rng(seed)
+    weights = np.linspace(2, 0.2, len(WORDS))  # the first words common, the last ones rare
     records = []
     for i in range(size):
-        words = rng.choice(WORDS, size=int(rng.integers(1, 14)),
-                           p=np.linspace(2, 0.2, len(WORDS)) / np.linspace(2, 0.2, len(WORDS)).sum())
+        words = rng.choice(WORDS, size=int(rng.integers(1, 14)), p=weights / weights.sum())
         text = f"skill {i} " + " ".join(words)
         records.append(NodeRecord(f"sk-{i:04d}", NodeKind.SKILL, f"skill-{i}", text, f"h{i}",
                                   {"description": text}))

@@ -725,7 +725,7 @@ class Retriever:
             return None
         top = skills[0]
         lead = self._groups.top_lead
-        if lead is not None and top.id not in group.members:
+        if lead is not None and top.id not in group.members and group.score < top.score:
             reads = self._reads
             reads.fetch(nodes=[gid for gid, _ in candidates])
             held = {m for gid, _ in candidates for m in _listed(reads.node(gid), "members")}

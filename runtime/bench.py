@@ -609,13 +609,21 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     if won > lost and sum(after) - sum(before) >= TARGET_MIN_GAIN * len(before):
         top_rule = not top_rule
         value = statistics.fmean(after)
+    routable = threshold <= 0 and margin is None and lead is None and depth is None
+    if top_rule and routable and lost <= won:
+        # The rule does no better on the held-out rows here, and it needs every request
+        # embedded: it goes where history shows the words alone answer as well (the fast
+        # route).
+        off = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
+               for p in shaped(margin, lead, depth, False)]
+        if _fast_route_confidence(probe, held_out, off)[0] is not None:
+            top_rule = False
     points = shaped(margin, lead, depth, top_rule)
     # A request mostly in CJK script is held to the same share of the bar as by default.
     ratio = groups.cjk_threshold / groups.threshold
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
     fast, share = (_fast_route_confidence(probe, held_out, full)
-                   if threshold <= 0 and margin is None and lead is None and depth is None
-                   and not top_rule else (None, 0.0))
+                   if routable and not top_rule else (None, 0.0))
     tuned = config.but(groups={
         "threshold": threshold, "cjk_threshold": round(threshold * ratio, 3),
         "router_min_confidence": confidence, "one_skill_margin": margin, "step_lead": lead,

@@ -137,7 +137,7 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
     full = Retriever(store, encoder).search(request)
     assert full.group is not None and "route" not in full.group.explanation
     fast_config = DEFAULT_SETTINGS.but(
-        groups={"threshold": 0.0, "fast_route": 0.0, "support_depth": None})
+        groups={"threshold": 0.0, "fast_route": 0.0, "support_depth": None, "top_lead": None})
     fast = Retriever(store, _NoEncoder(), fast_config).search(request)  # type: ignore[arg-type]
     assert fast.group is not None and fast.group.id == full.group.id
     assert fast.group.explanation["route"] == "lexical"

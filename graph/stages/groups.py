@@ -88,13 +88,12 @@ class GroupSettings:
     the request: a group matched by the domain's words alone ("search a title, then fetch its
     details" for every request about films) is left for the skills the request names (None:
     off)."""
-    top_lead: float | None = None
+    top_lead: float | None = 0.9
     """A group answers only when the skill that fits the request best is in one of the
-    candidate groups, or one of the group's steps scores at least this share of it
-    (``Retriever.unsupported``). None, the default: an authored group is meant for its task
-    even where a reference skill outranks its steps; fitted on history (on ToolLinkOS with a
-    fifth of its tasks hidden from history, set F1 75.0 -> 80.9 at 0.9, edge F1 59.8 ->
-    72.5; on its full run 95.3 -> 95.2)."""
+    candidate groups, or one of the group's steps scores at least this share of it, or the
+    group itself scores above that skill (``Retriever.unsupported``): a group that shares only
+    prerequisites with the skill a request names is not the task asked for, and a toolbox
+    composed around that skill answers (a task history has not seen). None: off."""
     one_skill_margin: float | None = 0.0
     """The best single skill is the answer instead of the chosen group when it scores at least
     the group's score plus this (None: never; fitted on history)."""

@@ -86,7 +86,7 @@ if group is not None and group.ready:
     found = engine.group(group.id)
     declared = {{spec.name for spec in found.inputs}}
     engine.plan(found.id, {{k: v for k, v in context.values.items() if k in declared}},
-                dict(context.values))
+                {{"values": dict(context.values)}})
 mark("run (plan only)")
 from skillgrove.runtime import inject
 inject._encoding()

@@ -152,7 +152,7 @@ def main() -> None:
                 group = engine.group(toolbox.group.id)
                 declared = {spec.name for spec in group.inputs}
                 run = engine.run(group.id, {k: v for k, v in values.items() if k in declared},
-                                 values, request=request)
+                                 {"values": values}, request=request)
             name = toolbox.group.id.removeprefix("group:") if toolbox.group else "(none)"
             if run is not None and run.status != "success":
                 name += " (failed)"

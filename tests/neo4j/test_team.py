@@ -161,3 +161,37 @@ def test_replicas_serve_one_library_state_whichever_re_indexed(tmp_path: Path) -
         for engine in (first, second, late):
             if engine is not None:
                 engine.close()
+
+
+def test_replicas_answer_with_the_settings_the_store_holds(tmp_path: Path) -> None:
+    """Retrieval settings fitted on the history (``index --history``) are stored with the
+    graph: a replica that did not index takes them up with the new generation, and the
+    defaults again when a later index holds none."""
+    from skillgrove import Skillgrove
+    from skillgrove.graph.indexer import index_library
+    from skillgrove.graph.stages import DEFAULT_SETTINGS
+    from tests.helpers import copy_fixture_library
+
+    support.clear_database()
+    library = copy_fixture_library(tmp_path / "lib")
+    first = Skillgrove([library], store="neo4j", index=tmp_path / "a", auto_refresh=False)
+    second = Skillgrove([library], store="neo4j", index=tmp_path / "b", auto_refresh=False)
+    try:
+        first.index()
+        second.search(TWICE_REQUEST)
+        assert second.retriever.settings == DEFAULT_SETTINGS
+        fitted = DEFAULT_SETTINGS.but(skills={"minimum": 0.1}, groups={"threshold": 0.2})
+        # What ``index --history`` writes after fitting (the fit itself is
+        # tests/test_bench_product_path.py's), with the first replica's library state.
+        state = {key: first.store.get_meta(key) or "" for key in
+                 ("library_fingerprint", "library_paths", "library_last_good")}
+        index_library(first.library, first.store, first.encoder, meta=state,
+                      fitted=fitted.to_json())
+        second.search(TWICE_REQUEST)
+        assert second.retriever.settings == fitted
+        first.index()  # no history: nothing fitted
+        second.search(TWICE_REQUEST)
+        assert second.retriever.settings == DEFAULT_SETTINGS
+    finally:
+        first.close()
+        second.close()

@@ -939,6 +939,7 @@ class SkillgroveMCP:
             "run_group": self._run_group, "run_skill": self._run_skill,
             "get_run": self._get_run, "inject": self._inject, "list_groups": self._list_groups}
         self._models = {spec.name: spec.model for spec in BUILTIN_TOOLS}
+        self._builtin_schemas = {spec.name: spec.tool().input_schema for spec in BUILTIN_TOOLS}
         self.server = _Server(
             SERVER_NAME, version=_version(), title="skillgrove",
             description="Group-structured skill graph: toolboxes of agent skills, run as DAGs.",
@@ -947,7 +948,8 @@ class SkillgroveMCP:
             on_list_resources=self._list_resources, on_read_resource=self._read_resource,
             on_list_resource_templates=self._list_templates,
             on_subscribe_resource=self._subscribe, on_unsubscribe_resource=self._unsubscribe,
-            on_subscriptions_listen=self.announcer.listen)
+            on_subscriptions_listen=self.announcer.listen,
+            get_tool_input_schema=self.tool_input_schema)
         self.server.middleware.append(self.announcer.track)
         self.server.extensions[SKILLS_EXTENSION] = {"directoryRead": True}
         self.server.add_request_handler("resources/directory/read", _DirectoryParams,
@@ -1007,6 +1009,25 @@ class SkillgroveMCP:
 
     async def _catalog(self) -> _Catalog:
         return await anyio.to_thread.run_sync(self.catalog)
+
+    def tool_input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """A tool's input schema, for the SDK's check of ``Mcp-Param-*`` headers on every
+        2026-07-28 ``tools/call`` (``None``: nothing to check).
+
+        Without it the SDK answers that check by running the whole ``tools/list`` handler on
+        the event loop for every call: a worker-thread hop for the catalog and every tool with
+        its output schema serialized, about half of the loop's busy time under 16 concurrent
+        searches. This reads without blocking: the built-in tools' schemas are fixed, and a
+        group tool's comes from the catalog as last built, which every re-index rebuilds at
+        once (:meth:`_on_change`); before the first build there is no group tool to check.
+        """
+        builtin = self._builtin_schemas.get(name)
+        if builtin is not None:
+            return builtin
+        catalog = self._current
+        if catalog is None or name not in catalog.group_tools:
+            return None
+        return next((tool.input_schema for tool in catalog.tools if tool.name == name), None)
 
     def _build(self, library: Any) -> _Catalog:
         resources: dict[str, _Resource] = {}
@@ -1260,19 +1281,21 @@ class SkillgroveMCP:
 
     async def _search_toolbox(self, ctx: ServerRequestContext[Any],
                               args: dict[str, Any]) -> types.CallToolResult:
-        catalog = await self._catalog()
-        tools = {gid: name for name, gid in catalog.group_tools.items()}
         detail = args.get("detail", "compact")
 
-        def search() -> tuple[dict[str, Any], dict[str, Any]]:
+        def search() -> types.CallToolResult:
+            # One worker-thread hop for the whole answer (the catalog, the search and the
+            # rendering), so the event loop, which every client shares, only sends it.
+            catalog = self.catalog()
+            tools = {gid: name for name, gid in catalog.group_tools.items()}
             toolbox = self.engine.search(args["request"], args.get("context"),
                                          args.get("k", DEFAULT_K))
             views = self.engine.views
             compact = views.compact(toolbox, tools)
-            return compact, compact if detail == "compact" else views.view(toolbox, detail)
+            view = compact if detail == "compact" else views.view(toolbox, detail)
+            return _result(view, render_toolbox(compact))
 
-        compact, view = await anyio.to_thread.run_sync(search)
-        return _result(view, render_toolbox(compact))
+        return await anyio.to_thread.run_sync(search)
 
     async def _get_skill(self, ctx: ServerRequestContext[Any],
                          args: dict[str, Any]) -> types.CallToolResult:

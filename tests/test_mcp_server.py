@@ -301,6 +301,29 @@ def test_the_tools_include_each_exposed_group_with_its_input_schema(mcp: Connect
     assert tools["search_toolbox"].annotations.read_only_hint is True
 
 
+def test_header_checks_read_each_tool_schema_as_tools_list_advertises_it(
+        tmp_path: Path) -> None:
+    # The SDK checks a 2026-07-28 tools/call's Mcp-Param-* headers against the called tool's
+    # input schema; the server answers from its catalog instead of a tools/list per call.
+    from skillgrove.runtime.engine import Skillgrove
+    from skillgrove.runtime.mcp_server import SkillgroveMCP
+
+    engine = Skillgrove([LIBRARY], index=tmp_path / "index", auto_refresh=False)
+    try:
+        app = SkillgroveMCP(engine)
+        assert app.server.get_tool_input_schema == app.tool_input_schema
+        # Before the library is loaded: the built-in tools, and no group tool yet.
+        assert app.tool_input_schema("search_toolbox") is not None
+        assert app.tool_input_schema("group_report_analysis") is None
+        tools = app.catalog().tools
+        assert "group_report_analysis" in {tool.name for tool in tools}
+        for tool in tools:
+            assert app.tool_input_schema(tool.name) == tool.input_schema, tool.name
+        assert app.tool_input_schema("no_such_tool") is None
+    finally:
+        engine.close()
+
+
 def test_search_returns_the_group_for_a_request_it_fits(mcp: Connected) -> None:
     result = mcp.call("search_toolbox", {"request": REPORT_REQUEST})
     toolbox = result.structured_content

@@ -290,6 +290,15 @@ def report(rows: list[tuple[str, int, Tally]], reference: Tally) -> None:
             print(f"    first error: {tally.first_error}")
 
 
+def versus(mcp: Tally, http: Tally) -> str:
+    """MCP over HTTP in this run, the figures the target is set in (MCP within 2x of HTTP)."""
+    (mcp_rps, mcp_p50, mcp_p95), (http_rps, http_p50, http_p95) = mcp.figures(), http.figures()
+    if not (mcp_rps and http_p50 and http_p95):
+        return "MCP / HTTP: -"
+    return (f"MCP / HTTP in this run: p50 ×{mcp_p50 / http_p50:.2f}, "
+            f"p95 ×{mcp_p95 / http_p95:.2f}, req/s ×{mcp_rps / http_rps:.2f}")
+
+
 def _per_request(cpu: float | None, tally: Tally) -> str:
     return f"{cpu * 1000 / tally.requests:.2f}" if cpu is not None and tally.requests else "-"
 
@@ -366,6 +375,7 @@ def main() -> int:
                 ("reference: in-process, N threads", args.clients, reference_many),
                 ("HTTP API (httpx)", args.clients, http),
                 ("MCP streamable HTTP (SDK Client)", args.clients, mcp)], reference)
+        print(versus(mcp, http))
         print("\n×ref: the figure over the single in-process caller's. 'group': the share of "
               "answers that chose a group.\nCPU ms/req: CPU time per request of the server "
               "process (in-process: of the engine) and of\nthis process's clients. Clients, "

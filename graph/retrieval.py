@@ -212,8 +212,10 @@ class Retriever:
             several = self._several_tasks(as_kinds, context, k, weight, skills)
             if several is not None:
                 skills, tops, parts = several
+                answered = f"{len(tops)} skills answer them" if len(tops) > 1 else \
+                    "only one skill here answers any of them"
                 reason = (reason + "; " if reason else "") + (
-                    f"the request asks for {parts} things; {len(tops)} skills answer them")
+                    f"the request asks for {parts} things; {answered}")
         selected: tuple[str, ...]
         if group is not None:
             selected = group.members
@@ -289,19 +291,19 @@ class Retriever:
 
     def _with_task_cover(self, request: str, group: GroupChoice, context: RequestContext,
                          k: int, weight: float | None) -> GroupChoice:
-        """``group`` with ``tasks_covered`` in its explanation, (how many, of how many), when
-        the request states tasks in turn: a task is covered when its best skill is one of
-        the group's steps (``unsupported`` reads it)."""
+        """``group`` with ``tasks_covered`` in its explanation, (how many, of how many), and
+        ``first_task_covered``, when the request states tasks in turn: a task is covered when
+        its best skill is one of the group's steps (``unsupported`` reads them)."""
         segments = task_segments(request_parts(request))
         if len(segments) < 2:
             return group
         rankings = self._part_rankings(request, context, k, weight)
         members = set(group.members)
-        covered = sum(1 for ranking in self._segment_rankings(
-            request, segments, rankings, context, k, weight)
-            if ranking and ranking[0].id in members)
+        hits = [bool(ranking) and ranking[0].id in members for ranking in
+                self._segment_rankings(request, segments, rankings, context, k, weight)]
         return replace(group, explanation={**group.explanation,
-                                           "tasks_covered": (covered, len(segments))})
+                                           "tasks_covered": (sum(hits), len(segments)),
+                                           "first_task_covered": hits[0]})
 
     def _segment_rankings(self, request: str, segments: Sequence[Sequence[int]],
                           rankings: Sequence[list[ScoredSkill]], context: RequestContext,
@@ -357,8 +359,10 @@ class Retriever:
             for segment, ranking in zip(segments, self._segment_rankings(
                     request, segments, rankings, context, k, weight), strict=True):
                 found = self._with_known_partner(ranking, list(chosen))
+                # A task no skill fits ("then translate it" where nothing translates) gets
+                # none: a skill matched by the task's few words alone is no answer to it.
                 if found is not None and found[1] >= self.settings.skills.minimum \
-                        and found[0].id not in chosen:
+                        and found[0].id not in chosen and self.fits(found[0]):
                     chosen[found[0].id] = segment[0]
         else:
             for sid in self.select(list(whole)):
@@ -387,7 +391,10 @@ class Retriever:
             if evidence >= max(floor, self.settings.skills.minimum) and best.id not in chosen \
                     and best.id in agreed and self.fits(agreed[best.id]):
                 chosen[best.id] = index
-        if len(chosen) < 2:
+        # Tasks stated in turn of which one alone found a skill ("extract the text from this
+        # pdf, then translate it" where nothing translates) get that skill alone: the whole
+        # request's cut would add the first task's look-alikes, not the missing task.
+        if len(chosen) < 2 and not (len(segments) > 1 and chosen):
             return None
         tops = tuple(sorted(chosen, key=lambda sid: chosen[sid]))
         by_id = {s.id: s for s in whole}
@@ -717,10 +724,16 @@ class Retriever:
         matched by the domain's words alone ("search a title, then fetch its details" for
         every request about films) is left for the skills the request names."""
         cover = group.explanation.get("tasks_covered")
-        if self.settings.plan.task_cover is not None and isinstance(cover, tuple) \
-                and cover[0] < self.settings.plan.task_cover * cover[1]:
-            return (f"the group '{group.name}' covers {cover[0]} of the {cover[1]} tasks the "
-                    "request states")
+        if self.settings.plan.task_cover is not None and isinstance(cover, tuple):
+            if cover[0] < self.settings.plan.task_cover * cover[1]:
+                return (f"the group '{group.name}' covers {cover[0]} of the {cover[1]} tasks "
+                        "the request states")
+            if self.settings.plan.first_task \
+                    and group.explanation.get("first_task_covered") is False:
+                # The later tasks act on what the first makes ("..., then email it"): a
+                # group that does not do the first is another workflow that ends alike.
+                return (f"the group '{group.name}' does not do the first of the {cover[1]} "
+                        "tasks the request states")
         if not skills or not self.fits(skills[0]) or "gloss" in skills[0].explanation:
             return None
         top = skills[0]

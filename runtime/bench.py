@@ -449,7 +449,7 @@ def _group_answers_f1(retriever: Retriever, held_out: Sequence[HistoryRow],
         groups={"threshold": -1.0, "cjk_threshold": -1.0, "router_min_confidence": 0.0,
                 "one_skill_margin": None, "fast_route": None, "support_depth": None,
                 "top_lead": None},
-        plan=settings))
+        plan={"first_task": False, **settings}))
     total = 0.0
     for row in held_out:
         total += f1(set(probe.search(row.request).selected), set(row.skills))
@@ -533,9 +533,12 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
         return config, {"kept": "the group stage is off"}
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {"sample": len(held_out), "kept": "defaults: too few held-out rows"}
+    # Every rule that gives a group's answer to skills is off here, so that each is judged
+    # below on the rows where it would act (``shaped``).
     probe = Retriever(retriever.store, retriever.encoder, config.but(groups={
         "threshold": -1.0, "router_min_confidence": 0.0, "cjk_threshold": -1.0,
-        "one_skill_margin": None, "step_lead": None, "support_depth": None}))
+        "one_skill_margin": None, "step_lead": None, "support_depth": None,
+        "top_lead": None}, plan={"first_task": False}))
     # What the product answers when no group is taken: the same search with groups off.
     plain = Retriever(retriever.store, retriever.encoder, config.but(groups=None))
     every: list[tuple[Toolbox, float, float]] = []
@@ -557,13 +560,13 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     top_lead = groups.top_lead if groups.top_lead is not None else TOP_LEAD
 
     def shaped(margin: float | None, lead: float | None, depth: int | None,
-               top: bool = groups.top_lead is not None,
+               top: bool = groups.top_lead is not None, first: bool = config.plan.first_task,
                ) -> list[tuple[float, float, float, float]]:
         """(group score, router confidence, set F1 with the group, without it) per row; the
         score is -1 where there is no group or the rules give the answer to single skills."""
         judge = Retriever(retriever.store, retriever.encoder, config.but(groups={
             "one_skill_margin": margin, "step_lead": lead, "support_depth": depth,
-            "top_lead": top_lead if top else None}))
+            "top_lead": top_lead if top else None}, plan={"first_task": first}))
         out = []
         for toolbox, with_group, without in rows:
             group = toolbox.group
@@ -609,16 +612,28 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
     if won > lost and sum(after) - sum(before) >= TARGET_MIN_GAIN * len(before):
         top_rule = not top_rule
         value = statistics.fmean(after)
+    # Then whether a group must do the first of the tasks a request states in turn: off
+    # where the held-out rows answer better without it (more rows won than lost).
+    first = config.plan.first_task
+    if first:
+        on = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
+              for p in shaped(margin, lead, depth, top_rule, True)]
+        off_first = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
+                     for p in shaped(margin, lead, depth, top_rule, False)]
+        if sum(1 for a, b in zip(off_first, on, strict=True) if a > b + 1e-9) > sum(
+                1 for a, b in zip(off_first, on, strict=True) if a < b - 1e-9):
+            first = False
+            value = statistics.fmean(off_first)
     routable = threshold <= 0 and margin is None and lead is None and depth is None
     if top_rule and routable and lost <= won:
         # The rule does no better on the held-out rows here, and it needs every request
         # embedded: it goes where history shows the words alone answer as well (the fast
         # route).
         off = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3]
-               for p in shaped(margin, lead, depth, False)]
+               for p in shaped(margin, lead, depth, False, first)]
         if _fast_route_confidence(probe, held_out, off)[0] is not None:
             top_rule = False
-    points = shaped(margin, lead, depth, top_rule)
+    points = shaped(margin, lead, depth, top_rule, first)
     # A request mostly in CJK script is held to the same share of the bar as by default.
     ratio = groups.cjk_threshold / groups.threshold
     full = [p[2] if p[0] >= threshold and p[1] >= confidence else p[3] for p in points]
@@ -628,12 +643,12 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
         "threshold": threshold, "cjk_threshold": round(threshold * ratio, 3),
         "router_min_confidence": confidence, "one_skill_margin": margin, "step_lead": lead,
         "support_depth": depth, "top_lead": top_lead if top_rule else None,
-        "fast_route": fast})
+        "fast_route": fast}, plan={"first_task": first})
     return tuned, {"sample": len(points), "sample_with_groups": len(known),
                    "set_f1": round(100 * value, 1),
                    "threshold": threshold, "router_min_confidence": confidence,
                    "one_skill_margin": margin, "step_lead": lead,
-                   "support_depth": depth, "top_in_a_group": top_rule,
+                   "support_depth": depth, "top_in_a_group": top_rule, "first_task": first,
                    "fast_route": fast, "fast_route_share": round(100 * share, 1)}
 
 

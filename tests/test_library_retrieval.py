@@ -209,6 +209,13 @@ TRIED = [
     # An address is a value, matched as its kind: its words ("example", "com") are in the
     # examples of the ticket reader, which came first.
     ("email it to ann@example.com", None, ["send-email"], []),
+    # Tasks in turn, the group doing only the last: it is another workflow that ends alike.
+    ("convert markdown to PDF then email it to my team", None,
+     ["markdown-to-pdf", "send-email"], [("markdown-to-pdf", "send-email")]),
+    # Tasks in turn, one of which nothing here does: the other's skill alone, not its
+    # look-alikes from the whole request's cut.
+    ("extract the text from this pdf, then translate it to french", None, ["pdf-to-text"],
+     []),
 ]
 
 

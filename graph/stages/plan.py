@@ -30,8 +30,16 @@ class PlanSettings:
     for an earlier part (FLOWS_TO from it); None: off."""
     task_cover: float | None = 0.5
     """A request that states tasks in turn ("..., then ...") gets a group only when the group
-    covers at least this share of them (``Retriever._with_task_cover``); otherwise a toolbox
-    composed for the tasks answers (None: off)."""
+    covers at least this share of them, and the first of them (``first_task``;
+    ``Retriever._with_task_cover``:
+    the later tasks act on what the first makes, so a group that ends alike but starts
+    elsewhere is another workflow: "convert markdown to PDF then email it to my team" is not
+    the report group that ends with the mail); otherwise a toolbox composed for the tasks
+    answers (None: off)."""
+    first_task: bool = True
+    """Whether a group must also cover the first of the tasks a request states in turn (see
+    ``task_cover``); fitted on history, which turns it off where held-out rows answer better
+    without it."""
     extend_groups: bool = True
     """Whether a task the chosen group does not serve adds its own best skill beside the group
     (fitted on history: kept only where it helps)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,3 +52,18 @@ def indexed_store(root: Path, skills: Mapping[str, str], groups: Mapping[str, st
     store = EmbeddedStore(None)
     index_library(library, store, encoder)
     return store
+
+
+def group_yaml(gid: str, first: str, last: str, examples: Sequence[str],
+               name: str | None = None) -> str:
+    """A group file that runs ``first``, then ``last`` (one step when they are the same skill),
+    with ``examples`` as its past requests; named ``name``, else its id."""
+    listed = "\n".join(f"  - {e}" for e in examples)
+    if first == last:
+        steps = f"steps:\n  - id: only\n    skill: {first}\n"
+    else:
+        steps = (f"steps:\n  - id: first\n    skill: {first}\n"
+                 f"  - id: last\n    skill: {last}\n    needs: [first]\n")
+    return (f"id: {gid}\nname: {name or gid}\ndescription: Runs {first}, then {last}.\n"
+            f"examples:\n{listed}\n{steps}")
+

@@ -14,7 +14,7 @@ from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.model import NodeKind
 from skillgrove.graph.retrieval import Retriever, _final_members
 from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps
-from tests.helpers import indexed_store
+from tests.helpers import group_yaml, indexed_store
 
 SKILLS = {
     "amazon-login": "Sign in to the user's Amazon account with email and password.",
@@ -39,17 +39,11 @@ GROUPS = {
 REQUEST = "What's Amazon's share price right now?"
 
 
-def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
-    listed = "\n".join(f"  - {e}" for e in examples)
-    return (f"id: {gid}\nname: {first} then {last}\ndescription: Runs {first}, then {last}.\n"
-            f"examples:\n{listed}\nsteps:\n  - id: first\n    skill: {first}\n"
-            f"  - id: last\n    skill: {last}\n    needs: [first]\n")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
     return indexed_store(tmp_path_factory.mktemp("final-steps"), SKILLS,
-                         {gid: _group_yaml(gid, *group) for gid, group in GROUPS.items()},
+                         {gid: group_yaml(gid, *group, name=f"{group[0]} then {group[1]}")
+                          for gid, group in GROUPS.items()},
                          encoder)
 
 

@@ -11,7 +11,7 @@ from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.retrieval import Retriever
 from skillgrove.graph.stages import DEFAULT_SETTINGS
-from tests.helpers import indexed_store
+from tests.helpers import group_yaml, indexed_store
 
 SKILLS = {
     "shop-login": "Log in to the online shop with the user's account.",
@@ -30,21 +30,10 @@ GROUPS = {
 }
 
 
-def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
-    listed = "\n".join(f"  - {e}" for e in examples)
-    if first == last:
-        steps = f"steps:\n  - id: only\n    skill: {first}\n"
-    else:
-        steps = (f"steps:\n  - id: first\n    skill: {first}\n"
-                 f"  - id: last\n    skill: {last}\n    needs: [first]\n")
-    return (f"id: {gid}\nname: {gid}\ndescription: Runs {first}, then {last}.\n"
-            f"examples:\n{listed}\n{steps}")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
     return indexed_store(tmp_path_factory.mktemp("support"), SKILLS,
-                         {gid: _group_yaml(gid, *group) for gid, group in GROUPS.items()},
+                         {gid: group_yaml(gid, *group) for gid, group in GROUPS.items()},
                          encoder)
 
 

@@ -22,7 +22,7 @@ from skillgrove.graph.retrieval import (
 )
 from skillgrove.graph.stages import DEFAULT_SETTINGS, Siblings
 from skillgrove.runtime.commands import render_toolbox
-from tests.helpers import indexed_store
+from tests.helpers import group_yaml, indexed_store
 
 SKILLS = {
     "get-country-code": "Look up the ISO code of a country from its name.",
@@ -43,21 +43,10 @@ GROUPS = {
 REQUEST = "What's the median rent in Canada right now?"
 
 
-def _group_yaml(gid: str, first: str, last: str, examples: list[str]) -> str:
-    listed = "\n".join(f"  - {e}" for e in examples)
-    if first == last:
-        steps = f"steps:\n  - id: only\n    skill: {first}\n"
-    else:
-        steps = (f"steps:\n  - id: first\n    skill: {first}\n"
-                 f"  - id: last\n    skill: {last}\n    needs: [first]\n")
-    return (f"id: {gid}\nname: {gid}\ndescription: Runs {first}, then {last}.\n"
-            f"examples:\n{listed}\n{steps}")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
     return indexed_store(tmp_path_factory.mktemp("siblings"), SKILLS,
-                         {gid: _group_yaml(gid, *group) for gid, group in GROUPS.items()},
+                         {gid: group_yaml(gid, *group) for gid, group in GROUPS.items()},
                          encoder)
 
 
@@ -168,7 +157,7 @@ STAND_IN = CONFIG.but(plan={"stand_in": 0.0})
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory, encoder: CachedEncoder) -> EmbeddedStore:
     return indexed_store(tmp_path_factory.mktemp("shop"), SHOP_SKILLS,
-                         {gid: _group_yaml(gid, *group) for gid, group in SHOP_GROUPS.items()},
+                         {gid: group_yaml(gid, *group) for gid, group in SHOP_GROUPS.items()},
                          encoder)
 
 

@@ -59,6 +59,7 @@ from skillgrove.graph.stages.skills import fits, selection_cut
 from skillgrove.graph.stages.suggestions import suggest
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import as_matched, cjk_share
+from skillgrove.graph.toolbox import NO_GROUPS
 from skillgrove.graph.toolbox import GroupChoice as GroupChoice
 from skillgrove.graph.toolbox import RequestContext as RequestContext
 from skillgrove.graph.toolbox import ScoredSkill as ScoredSkill
@@ -1062,7 +1063,7 @@ class Retriever:
                                     weight)
             fits = self._group_fits(whole, examples, set(whole), vector, weight)
             if not fits:
-                return None, "the library has no groups", []
+                return None, NO_GROUPS, []
             scored = sorted(((score, gid, why) for gid, (score, why) in fits.items()),
                             key=lambda t: (-t[0], t[1]))
             candidates = [(gid, round(score, 4)) for score, gid, _ in scored[:5]]

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+NO_GROUPS = "the library has no groups"
+"""Why no group answers, in a library that has none."""
+
 
 @dataclass(frozen=True)
 class RequestContext:
@@ -97,6 +100,8 @@ class Toolbox:
             # The planner's sentence, not every note the stages before it left ("the request
             # asks for 2 things; 2 skills answer them"): the order and what gave it.
             planned = self.fallback_reason[self.fallback_reason.index("composed: "):]
+            if self.fallback_reason.startswith(NO_GROUPS):
+                return f"{NO_GROUPS}; {planned}"
             return f"no group covers all of the request; {planned}"
         why = f"{self.fallback_reason}; " if self.fallback_reason else ""
         if not chosen:

@@ -172,3 +172,26 @@ def test_a_setting_this_version_does_not_know_is_dropped() -> None:
     read = Settings.from_json(text)
     assert read.skills == SkillSettings(minimum=0.1)
     assert read.groups is not None and read.groups.siblings == Siblings(4.0, 0.3)
+
+
+# -- the answer's one sentence ----------------------------------------------------------------
+
+# (what the stages noted, the sentence a user reads)
+REASONS = [
+    ("the library has no groups; the request asks for 2 things; 2 skills answer them; "
+     "composed: pdf -> send-mail, ordered by the order the request states",
+     "the library has no groups; composed: pdf -> send-mail, ordered by the order the request "
+     "states"),
+    ("no group fits: the best, 'Report', scores 0.31, below the threshold 0.35; composed: pdf "
+     "-> send-mail, ordered by data flow (an output feeds an input)",
+     "no group covers all of the request; composed: pdf -> send-mail, ordered by data flow (an "
+     "output feeds an input)"),
+]
+
+
+@pytest.mark.parametrize(("noted", "said"), REASONS)
+def test_a_composed_toolbox_says_its_order_in_one_sentence(noted: str, said: str) -> None:
+    from skillgrove.graph.toolbox import Toolbox
+
+    toolbox = Toolbox("r", None, noted, (), ("a", "b"), (), (), 0.0, (("a", "b"),))
+    assert toolbox.reason == said

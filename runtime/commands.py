@@ -195,8 +195,12 @@ def fit_summary(fit: Mapping[str, Any]) -> str:
     said = [f"group threshold {fit.get('threshold')}",
             f"skill vector weight {fit.get('skill_vector_weight')}",
             f"selection cut {fit.get('select_ratio')} / {fit.get('select_min')}"]
+    # When and how long: an index that found the history unchanged keeps the fit it stored.
+    when = ", ".join(str(part) for part in (
+        fit.get("fitted_at"), f"{fit['seconds']} s" if "seconds" in fit else None) if part)
     return (f"retrieval settings fitted on {fit.get('sample')} held-out rows of a history of "
-            f"{rows}: " + ", ".join(said) + " (`skillgrove index --json` lists every value)")
+            f"{rows}" + (f" ({when})" if when else "") + ": " + ", ".join(said)
+            + " (`skillgrove index --json` lists every value)")
 
 
 def _left_out(engine: Skillgrove) -> list[dict[str, Any]]:

@@ -585,8 +585,11 @@ class Skillgrove:
                                      min_support, options, self.encoder,
                                      lambda folder: EmbeddedStore(folder / "graph.sqlite"))
 
+            started = time.perf_counter()
             settings, details = fit_settings(build, rows, self.encoder, DEFAULT_SETTINGS,
                                              say=self.log)
+            details["seconds"] = round(time.perf_counter() - started, 1)
+            details["fitted_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         fitted = settings.to_json() if settings != DEFAULT_SETTINGS else ""
         return fitted, {FITTED_FROM_KEY: digest,
                         FIT_DETAILS_KEY: json.dumps(details, sort_keys=True, default=str)}

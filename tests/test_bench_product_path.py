@@ -153,3 +153,21 @@ def test_a_short_history_keeps_the_defaults_and_says_why(tmp_path: Path,
         assert engine.retriever.settings == DEFAULT_SETTINGS
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(("fit", "line"), [
+    ({"sample": 3, "history_rows": 40, "kept": "defaults: 3 held-out rows, fewer than 30"},
+     "retrieval settings: the defaults, from a history of 40 rows (defaults: 3 held-out rows, "
+     "fewer than 30)"),
+    ({"sample": 104, "history_rows": 1046, "threshold": 0.0, "skill_vector_weight": 0.5,
+      "select_ratio": 0.7, "select_min": 0.25, "seconds": 22.5,
+      "fitted_at": "2026-12-05 13:05 UTC"},
+     "retrieval settings fitted on 104 held-out rows of a history of 1046 (2026-12-05 13:05 UTC, "
+     "22.5 s): group threshold 0.0, skill vector weight 0.5, selection cut 0.7 / 0.25 "
+     "(`skillgrove index --json` lists every value)"),
+])
+def test_index_says_which_settings_answer_and_when_they_were_fitted(
+        fit: dict[str, object], line: str) -> None:
+    from skillgrove.runtime.commands import fit_summary
+
+    assert fit_summary(fit) == line

@@ -1151,8 +1151,7 @@ class Retriever:
         if (final is None and not siblings) or not ranked:
             return None
         pairs = self._final_step_pairs(ranked, query, vector) if final is not None else {}
-        share = (final.vector_share if final is not None else FinalSteps(0.0).vector_share) \
-            if weight is None else weight
+        share = (final or FinalSteps(0.0)).vector_share if weight is None else weight
         at, evidence = weigh_final_steps(
             [(belief, pairs.get(gid, [])) for belief, gid in ranked],
             final.weight if final is not None else 0.0, share,

@@ -10,7 +10,6 @@ without a sync token, where nothing may be kept, is still searched (through Luce
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -53,15 +52,6 @@ def vectors_for(records: list[NodeRecord]) -> dict[str, np.ndarray]:
 
 QUERIES = ["convert the pdf report", "email email chart", "translate 周报 into markdown",
            "skill 7", "resize an image for the invoice", "document", "nothing matches zzz"]
-
-
-@pytest.fixture
-def store() -> Iterator[Neo4jStore]:
-    opened = support.fresh_store()
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def parts_read(store: Neo4jStore, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:

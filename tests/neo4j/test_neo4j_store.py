@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -46,15 +45,6 @@ def vectors_for(records: list[NodeRecord], seed: int, dims: int = 384) -> dict[s
 
 def chain(records: list[NodeRecord]) -> list[Edge]:
     return [Edge(EdgeKind.SIMILAR_TO, a.id, b.id, 0.6) for a, b in pairwise(records)]
-
-
-@pytest.fixture
-def store() -> Iterator[Neo4jStore]:
-    opened = support.fresh_store()
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 # -- without a server -------------------------------------------------------------------------

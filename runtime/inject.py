@@ -905,7 +905,7 @@ def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Re
                 out += ["      " + _xml_value(v, stage, run.id, report) for v in section.values]
                 out.append("    </step_values>")
         out.append("  </results>")
-    out.append("  <available_skills>")
+    listed: list[str] = []
     for item in items:
         skill = item.skill
         attrs = (f"name={_xml_attr(skill.name)} location={_xml_attr(str(skill.skill_file))} "
@@ -920,20 +920,21 @@ def _render_xml(toolbox: Toolbox, items: Sequence[InstructionItem], results: _Re
         if item.primary and stage.instructions == "full":
             description = visible(skill.description) if findings else skill.description
             body = visible(_body(skill, bodies)) if findings else _body(skill, bodies)
-            out.append(f"    <skill {attrs}>\n      <description>{_xml_text(description)}"
-                       f"</description>{running}\n      <instructions>\n{_xml_text(body)}"
-                       "\n      </instructions>\n    </skill>")
+            listed.append(f"    <skill {attrs}>\n      <description>{_xml_text(description)}"
+                          f"</description>{running}\n      <instructions>\n{_xml_text(body)}"
+                          "\n      </instructions>\n    </skill>")
         elif item.primary and stage.instructions == "summary":
             summary = visible(skill.description) if findings else _base_dir(summary_of(skill),
                                                                              skill)
-            out.append(f"    <skill {attrs}><description>"
-                       f"{_xml_text(summary)}</description>{running}</skill>")
+            listed.append(f"    <skill {attrs}><description>"
+                          f"{_xml_text(summary)}</description>{running}</skill>")
         elif item.primary or stage.menu == "names":
-            out.append(f"    <skill name={_xml_attr(skill.name)}/>")
+            listed.append(f"    <skill name={_xml_attr(skill.name)}/>")
         elif stage.menu == "full":
-            out.append(f"    <skill {attrs}><description>{_xml_text(skill.description)}"
-                       "</description></skill>")
-    out.append("  </available_skills>")
+            listed.append(f"    <skill {attrs}><description>{_xml_text(skill.description)}"
+                          "</description></skill>")
+    if listed:  # an empty element would only cost tokens
+        out += ["  <available_skills>", *listed, "  </available_skills>"]
     if report.left_out:
         out.append(f"  <left_out>{_xml_text('; '.join(report.left_out))}</left_out>")
     out.append("</toolbox>")

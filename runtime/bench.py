@@ -307,6 +307,8 @@ SELECT_MINIMA = (0.25, 0.1, 0.2, 0.3, 0.4)
 
 
 def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
+                     weights: Sequence[float] = SKILL_VECTOR_WEIGHTS,
+                     ratios: Sequence[float] = SELECT_RATIOS,
                      ) -> tuple[Settings, dict[str, Any]]:
     """The single-skill weights and selection cut that fit this library, chosen on held-out
     history rows: the vector weight with the best recall@10 of the skill ranking, then the
@@ -317,7 +319,7 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
         return config, {}
     plain = config.but(groups=None, plan={"closure": None})
     best: tuple[float, float, list[tuple[list[ScoredSkill], set[str]]]] | None = None
-    for weight in SKILL_VECTOR_WEIGHTS:
+    for weight in weights:
         probe = Retriever(retriever.store, retriever.encoder,
                           plain.but(skills={"vector_weight": weight}))
         rankings = []
@@ -333,7 +335,7 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
     assert best is not None
     recall, weight, rankings = best
     cut: tuple[float, float, float] | None = None
-    for ratio in SELECT_RATIOS:
+    for ratio in ratios:
         for minimum in SELECT_MINIMA:
             # The retriever's own selection rule, with these settings.
             selector = Retriever(retriever.store, retriever.encoder, config.but(
@@ -799,12 +801,32 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
     single-skill weights and cut, the choice among groups (final steps, siblings), the
     near-miss and stand-in margins, then the group threshold and the rules that let skills
     replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300
-    rows) fit nothing: ``base`` stays, and the details say so."""
+    rows) fit only the selection floor (``skills.minimum``), on every row when there are
+    ``MIN_CALIBRATION_ROWS`` of them (the ranking it cuts learns nothing from history, so no
+    row need be held out); the rest of ``base`` stays, and the details say so."""
     fit_rows, held_out = split_history(history)
     if len(held_out) < MIN_CALIBRATION_ROWS:
-        return base, {"sample": len(held_out), "history_rows": len(history),
-                      "kept": f"defaults: {len(held_out)} held-out rows, fewer than "
-                              f"{MIN_CALIBRATION_ROWS}"}
+        kept = {"sample": len(held_out), "history_rows": len(history),
+                "kept": f"defaults: {len(held_out)} held-out rows, fewer than "
+                        f"{MIN_CALIBRATION_ROWS}"}
+        rows = [r for r in history if r.skills]
+        if len(rows) < MIN_CALIBRATION_ROWS:
+            return base, kept
+        # Only the selection floor, whether anything fits at all (on a library whose real
+        # requests share few words with its skills, the default floor leaves a request in
+        # seven empty): it is one number, and the skill ranking it cuts learns nothing from
+        # history (BM25 and the embedding), so every row judges it without being held out,
+        # on a library of the skills alone with no co-use or transitions the rows give away.
+        # The weight and the ratio stay: fitted on 50 rows they lost 1-2 points on ToolLinkOS.
+        say(f"fitting the selection floor on {len(rows)} history rows")
+        store = build("calibration-skills", (), 2)
+        fitted, skill_calibration = calibrate_skills(Retriever(store, encoder, base), rows,
+                                                     (base.skills.vector_weight,),
+                                                     (base.skills.ratio,))
+        store.close()
+        return fitted, {**kept, **skill_calibration, "skill_sample": len(rows),
+                        "kept": f"defaults beyond the floor: {len(held_out)} held-out "
+                                f"rows, fewer than {MIN_CALIBRATION_ROWS}"}
     say(f"calibrating on {len(held_out)} held-out history rows")
     targets: dict[str, Any] | None = None
     if _recurring_rows(held_out, fit_rows) < TARGET_MIN_ROWS:

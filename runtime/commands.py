@@ -190,6 +190,9 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
 def fit_summary(fit: Mapping[str, Any]) -> str:
     """One line on the retrieval settings the history gave (``Skillgrove.retrieval_fit``)."""
     rows = fit.get("history_rows", "?")
+    if fit.get("skill_sample"):
+        return (f"retrieval settings: the selection floor {fit.get('select_min')} fitted on all "
+                f"{fit['skill_sample']} rows of the history, the rest {fit['kept']}")
     if fit.get("kept"):
         return f"retrieval settings: the defaults, from a history of {rows} rows ({fit['kept']})"
     said = [f"group threshold {fit.get('threshold')}",

@@ -552,7 +552,7 @@ class Skillgrove:
         fitted as ``skillgrove bench`` fits them (``runtime.bench.fit_settings``, on a library
         learned from nine tenths of the rows, judged on the rest), again only when the rows
         changed. Under ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300 rows),
-        the defaults, and the details say so."""
+        the defaults but for the selection floor, and the details say so."""
         import hashlib
         import json
         import tempfile

@@ -139,18 +139,27 @@ def test_index_history_fits_the_settings_bench_fits(tmp_path: Path, encoder: obj
         store.close()
 
 
-def test_a_short_history_keeps_the_defaults_and_says_why(tmp_path: Path,
-                                                           encoder: object) -> None:
+@pytest.mark.parametrize("count", [20, 40])
+def test_a_short_history_fits_the_selection_floor_at_most(tmp_path: Path, encoder: object,
+                                                          count: int) -> None:
+    """Under 300 rows nothing is held out for the groups; from 30 rows the selection floor
+    (which judges the skill ranking alone, learned from no row) is fitted on all of them."""
     library = Path(__file__).resolve().parents[1] / "library"
     rows = [HistoryRow(str(i), "summarize this PDF", ("pdf-to-text", "summarize-text"), ())
-            for i in range(40)]
+            for i in range(count)]
     engine = Skillgrove([library], index=tmp_path / "index", encoder=encoder)  # type: ignore[arg-type]
     try:
         engine.index(history=history_file(rows, tmp_path / "history.jsonl"))
         fit = engine.retrieval_fit()
-        assert fit["history_rows"] == 40 and "fewer than 30" in fit["kept"]
+        assert fit["history_rows"] == count and "fewer than 30" in fit["kept"]
         engine.search("summarize this PDF")
-        assert engine.retriever.settings == DEFAULT_SETTINGS
+        if count < 30:
+            assert "skill_sample" not in fit
+            assert engine.retriever.settings == DEFAULT_SETTINGS
+        else:
+            assert fit["skill_sample"] == count
+            assert engine.retriever.settings == DEFAULT_SETTINGS.but(
+                skills={"minimum": fit["select_min"]})
     finally:
         engine.close()
 
@@ -159,6 +168,10 @@ def test_a_short_history_keeps_the_defaults_and_says_why(tmp_path: Path,
     ({"sample": 3, "history_rows": 40, "kept": "defaults: 3 held-out rows, fewer than 30"},
      "retrieval settings: the defaults, from a history of 40 rows (defaults: 3 held-out rows, "
      "fewer than 30)"),
+    ({"sample": 4, "history_rows": 40, "kept": "defaults beyond the floor: 4 held-out "
+      "rows, fewer than 30", "skill_sample": 40, "select_min": 0.1},
+     "retrieval settings: the selection floor 0.1 fitted on all 40 rows of the history, the "
+     "rest defaults beyond the floor: 4 held-out rows, fewer than 30"),
     ({"sample": 104, "history_rows": 1046, "threshold": 0.0, "skill_vector_weight": 0.5,
       "select_ratio": 0.7, "select_min": 0.25, "seconds": 22.5,
       "fitted_at": "2026-12-05 13:05 UTC"},

@@ -356,6 +356,7 @@ class Retriever:
         # selects stays, each skill answering the part that ranks it highest.
         segments = task_segments(parts)
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
+        agreed = {s.id: s for s in whole[:self.settings.plan.part_whole_depth]}
         if len(segments) > 1:
             for segment, ranking in zip(segments, self._segment_rankings(
                     request, segments, rankings, context, k, weight), strict=True):
@@ -369,10 +370,18 @@ class Retriever:
             for sid in self.select(list(whole)):
                 ranks = [(next((d for d, s in enumerate(ranking) if s.id == sid), k), index)
                          for index, ranking in enumerate(rankings)]
-                chosen[sid] = min(ranks)[1]
+                depth, index = min(ranks)
+                ranking = rankings[index]
+                # The whole request's pick answers the part that ranks it highest; where that
+                # part ranks another skill first, which fits the whole request, the part's own
+                # first answers it ("plot monthly revenue trends": a plotting library, not the
+                # fiscal data set whose words match "revenue").
+                if depth > 0 and ranking and ranking[0].id not in chosen and \
+                        ranking[0].id in agreed and self.fits(agreed[ranking[0].id]):
+                    sid = ranking[0].id
+                chosen.setdefault(sid, index)
         # Then the clauses of a list ("the forecast, the current weather and the time zone")
         # that no chosen skill answers (none among their first ``PART_COVER_DEPTH``).
-        agreed = {s.id: s for s in whole[:self.settings.plan.part_whole_depth]}
         heads = {segment[0] for segment in segments}
         for index, ranking in enumerate(rankings):
             if index in heads and len(segments) > 1:

@@ -119,3 +119,17 @@ def test_a_request_off_every_skill_selects_nothing(corpus_store: EmbeddedStore,
     assert not any(chosen.values()), chosen
     kept = {request: retriever.search(request, k=5).selected for request in SOMETHING_FITS}
     assert all(kept.values()), kept
+
+
+@pytest.mark.parametrize(("request_text", "part", "expected", "not_expected"), [
+    # "revenue" matches a fiscal data set by its words; the plot part ranks a plotting
+    # library first, and that answers it.
+    ("analyze this csv and plot monthly revenue trends", 2, "matplotlib", "usfiscaldata"),
+])
+def test_each_part_of_a_list_gets_the_skill_it_ranks_first(
+        corpus_store: EmbeddedStore, encoder: CachedEncoder, request_text: str, part: int,
+        expected: str, not_expected: str) -> None:
+    toolbox = Retriever(corpus_store, encoder).search(request_text, k=10)
+    by_id = {s.id: s for s in toolbox.skills}
+    chosen = {by_id[sid].name: by_id[sid].explanation.get("task") for sid in toolbox.selected}
+    assert chosen.get(expected) == part and not_expected not in chosen, chosen

@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from skillgrove.graph.learning import HistoryRow
 from skillgrove.graph.retrieval import ScoredSkill, Toolbox
+from skillgrove.graph.toolbox import SkillExplanation
 from skillgrove.runtime.bench import (
     Dataset,
     Query,
@@ -185,7 +186,7 @@ def toolbox(request: str, answer: Answer, names: Mapping[str, str],
     listed = list(dict.fromkeys([*answer.selected,
                                  *(s for s, _ in answer.ranking[:RANKED])]))
     skills = tuple(ScoredSkill(s, names.get(s, s), scores.get(s, 0.0), descriptions.get(s, ""),
-                               True, {}) for s in listed)
+                               True, SkillExplanation()) for s in listed)
     reason = None if answer.from_history else "no history request shares a word"
     return Toolbox(request, None, reason, skills, answer.selected, (), (), latency_ms,
                    answer.edges)

@@ -20,11 +20,26 @@ if TYPE_CHECKING:
     )
     from skillgrove.graph.errors import GraphError, IndexMissingError, ModelError, StoreError
     from skillgrove.graph.indexer import IndexResult, build_graph, index_library
-    from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
+    from skillgrove.graph.model import (
+        Edge,
+        EdgeKind,
+        GroupNode,
+        NodeKind,
+        NodeRecord,
+        SkillNode,
+        SyncReport,
+    )
     from skillgrove.graph.retrieval import Retriever
     from skillgrove.graph.stages import Settings
     from skillgrove.graph.store import GraphStore
-    from skillgrove.graph.toolbox import RequestContext, Toolbox
+    from skillgrove.graph.toolbox import (
+        GroupChoice,
+        GroupExplanation,
+        RequestContext,
+        ScoredSkill,
+        SkillExplanation,
+        Toolbox,
+    )
 
 _WHERE = {
     "EmbeddedStore": "embedded",
@@ -34,9 +49,10 @@ _WHERE = {
     "StoreError": "errors",
     "IndexResult": "indexer", "build_graph": "indexer", "index_library": "indexer",
     "Edge": "model", "EdgeKind": "model", "NodeKind": "model", "NodeRecord": "model",
-    "SyncReport": "model",
+    "SyncReport": "model", "SkillNode": "model", "GroupNode": "model",
     "Retriever": "retrieval", "Settings": "stages",
-    "RequestContext": "toolbox", "Toolbox": "toolbox",
+    "RequestContext": "toolbox", "Toolbox": "toolbox", "GroupChoice": "toolbox",
+    "ScoredSkill": "toolbox", "SkillExplanation": "toolbox", "GroupExplanation": "toolbox",
     "GraphStore": "store",
 }
 
@@ -49,6 +65,9 @@ __all__ = [
     "Encoder",
     "GraphError",
     "GraphStore",
+    "GroupChoice",
+    "GroupExplanation",
+    "GroupNode",
     "IndexMissingError",
     "IndexResult",
     "ModelError",
@@ -56,8 +75,11 @@ __all__ = [
     "NodeRecord",
     "RequestContext",
     "Retriever",
+    "ScoredSkill",
     "SentenceTransformerEncoder",
     "Settings",
+    "SkillExplanation",
+    "SkillNode",
     "StoreError",
     "SyncReport",
     "Toolbox",

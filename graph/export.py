@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
-from skillgrove.graph.model import NodeRecord
+from skillgrove.graph.model import GroupNode, NodeRecord
 
 
-def _label(step: dict[str, object]) -> str:
+def _label(step: Mapping[str, object]) -> str:
     kind = "group " if step.get("kind") == "group" else ""
     cond = " (if)" if step.get("conditional") else ""
     return f"{step['id']}: {kind}{step['target']}{cond}"
@@ -15,10 +16,10 @@ def _label(step: dict[str, object]) -> str:
 
 def to_mermaid(group: NodeRecord) -> str:
     lines = ["flowchart TD"]
-    for step in group.data.get("steps", ()):
+    for step in GroupNode(group).steps:
         shape = ('{{"', '"}}') if step.get("kind") == "group" else ('["', '"]')
         lines.append(f"    {step['id']}{shape[0]}{_label(step)}{shape[1]}")
-    for step in group.data.get("steps", ()):
+    for step in GroupNode(group).steps:
         for need in step.get("needs", ()):
             lines.append(f"    {need} --> {step['id']}")
     return "\n".join(lines) + "\n"
@@ -26,11 +27,11 @@ def to_mermaid(group: NodeRecord) -> str:
 
 def to_dot(group: NodeRecord) -> str:
     lines = [f"digraph {json.dumps(group.name)} {{", "    rankdir=LR;"]
-    for step in group.data.get("steps", ()):
+    for step in GroupNode(group).steps:
         shape = "box3d" if step.get("kind") == "group" else "box"
         lines.append(f"    {json.dumps(step['id'])} [label={json.dumps(_label(step))}, "
                      f"shape={shape}];")
-    for step in group.data.get("steps", ()):
+    for step in GroupNode(group).steps:
         for need in step.get("needs", ()):
             lines.append(f"    {json.dumps(need)} -> {json.dumps(step['id'])};")
     lines.append("}")

@@ -32,6 +32,7 @@ from skillgrove.graph.model import (
     NodeKind,
     NodeRecord,
     SyncReport,
+    group_of,
     vector_digest,
 )
 from skillgrove.graph.router import ROUTER_DIGEST_KEY, ROUTER_KEY, GroupRouter, digest
@@ -734,7 +735,7 @@ def _router_inputs(nodes: Sequence[NodeRecord], vectors: Mapping[str, Vectors],
         if kind is group:
             label = node.id
         elif kind is example:
-            label = str(node.data.get("group", ""))
+            label = group_of(node)
         else:
             continue
         if label and node.id in vectors:

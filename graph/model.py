@@ -139,3 +139,150 @@ class SyncReport:
     def changed(self) -> bool:
         return bool(self.added or self.updated or self.removed or self.edges_added
                     or self.edges_removed)
+
+
+class SkillNode:
+    """A stored skill node read by name rather than by string key (what
+    ``graph.documents.skill_record`` writes into ``data``)::
+
+        node = SkillNode(record)
+        if node.available and node.shadowed_by is None: ...
+    """
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: NodeRecord) -> None:
+        self.record = record
+
+    @property
+    def description(self) -> str:
+        return str(self.record.data.get("description", ""))
+
+    @property
+    def available(self) -> bool:
+        return bool(self.record.data.get("available", True))
+
+    @property
+    def path(self) -> str:
+        """The skill's folder ("" when not stored)."""
+        return str(self.record.data.get("path", ""))
+
+    @property
+    def root(self) -> str | None:
+        """The library folder it was loaded from."""
+        root = self.record.data.get("root")
+        return str(root) if root else None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(str(t) for t in self.record.data.get("tags", ()))
+
+    @property
+    def effects(self) -> tuple[str, ...]:
+        return tuple(str(e) for e in self.record.data.get("effects", ()))
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.record.data.get("executable"))
+
+    @property
+    def entrypoint(self) -> str | None:
+        """The kind of its runnable entry point (``python``, ``bash``...), if it has one."""
+        kind = self.record.data.get("entrypoint")
+        return str(kind) if kind else None
+
+    @property
+    def unavailable_reasons(self) -> tuple[str, ...]:
+        return tuple(str(r) for r in self.record.data.get("unavailable_reasons", ()))
+
+    @property
+    def shadowed_by(self) -> str | None:
+        """The id of the same-named skill that answers for this one's name, if any."""
+        winner = self.record.data.get("shadowed_by")
+        return str(winner) if winner else None
+
+    @property
+    def companions(self) -> tuple[Mapping[str, Any], ...]:
+        """"Usually used with" read from the library itself (``graph.companions``), as stored:
+        ``id``, ``name``, ``source``, ``reason``."""
+        return tuple(self.record.data.get("companions", ()))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(str(n) for n in self.record.data.get("outputs", ()))
+
+    @property
+    def required_inputs(self) -> tuple[str, ...]:
+        return tuple(str(n) for n in self.record.data.get("required_inputs", ()))
+
+    @property
+    def input_schema(self) -> Mapping[str, Any] | None:
+        return self.record.data.get("input_schema")
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        return self.record.data.get("output_schema")
+
+    @property
+    def stats(self) -> Mapping[str, Any] | None:
+        """Run statistics (``selected``, ``succeeded``, ``fallbacks``), when runs were logged."""
+        stats = self.record.data.get("stats")
+        return stats if isinstance(stats, Mapping) else None
+
+
+class GroupNode:
+    """A stored group node read by name rather than by string key (what
+    ``graph.documents.group_record`` writes into ``data``)."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: NodeRecord) -> None:
+        self.record = record
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The skill ids of its skill steps, in step order."""
+        return tuple(str(m) for m in self.record.data.get("members", ()))
+
+    @property
+    def member_names(self) -> tuple[str, ...]:
+        return tuple(str(m) for m in self.record.data.get("member_names", ()))
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple((str(a), str(b)) for a, b in self.record.data.get("edges", ()))
+
+    @property
+    def steps(self) -> tuple[Mapping[str, Any], ...]:
+        """Each step as stored: ``id``, ``kind`` (``skill`` or ``group``), ``needs``..."""
+        return tuple(self.record.data.get("steps", ()))
+
+    @property
+    def examples(self) -> tuple[str, ...]:
+        return tuple(str(e) for e in self.record.data.get("examples", ()))
+
+    @property
+    def inputs(self) -> tuple[Mapping[str, Any], ...]:
+        """Its declared inputs: ``name``, ``required``, ``has_default``."""
+        return tuple(self.record.data.get("inputs", ()))
+
+    @property
+    def stats(self) -> Mapping[str, Any] | None:
+        stats = self.record.data.get("stats")
+        return stats if isinstance(stats, Mapping) else None
+
+
+def members_of(record: NodeRecord | None) -> tuple[str, ...]:
+    """A group record's member skill ids; none for a missing record."""
+    return GroupNode(record).members if record is not None else ()
+
+
+def group_of(record: NodeRecord | None) -> str:
+    """The group id an example record belongs to ("" for anything else)."""
+    return str(record.data.get("group", "")) if record is not None else ""
+
+
+def path_of(record: NodeRecord) -> str | None:
+    """Where a skill (its folder) or a group (its YAML file) node came from, if stored."""
+    path = record.data.get("path")
+    return str(path) if path else None

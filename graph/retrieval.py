@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,16 @@ from skillgrove.graph.documents import example_id
 from skillgrove.graph.embeddings import Encoder, Vectors
 from skillgrove.graph.glossary import english_gloss
 from skillgrove.graph.indexer import GENERATION_KEY
-from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.model import (
+    Edge,
+    EdgeKind,
+    GroupNode,
+    NodeKind,
+    NodeRecord,
+    SkillNode,
+    group_of,
+    members_of,
+)
 from skillgrove.graph.planner import (
     Join,
     Part,
@@ -59,7 +68,14 @@ from skillgrove.graph.stages.skills import fits, selection_cut
 from skillgrove.graph.stages.suggestions import suggest
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import as_matched, cjk_share
-from skillgrove.graph.toolbox import NO_GROUPS
+from skillgrove.graph.toolbox import (
+    NO_GROUPS,
+    ExampleMatch,
+    GroupExplanation,
+    RunnerUp,
+    SiblingMatch,
+    SkillExplanation,
+)
 from skillgrove.graph.toolbox import GroupChoice as GroupChoice
 from skillgrove.graph.toolbox import RequestContext as RequestContext
 from skillgrove.graph.toolbox import ScoredSkill as ScoredSkill
@@ -149,7 +165,8 @@ class Retriever:
             # The conversation breaks ties; it never overrides a request that clearly names
             # its task (a group the router is sure of, or skills that fit on their own).
             alone = self.search(request, replace(context, conversation=()), k)
-            router = float(alone.group.explanation.get("router", 1.0)) if alone.group else 0.0
+            router = (alone.group.explanation.router if alone.group.explanation.router
+                      is not None else 1.0) if alone.group else 0.0
             if (alone.group is not None and router >= self._groups.clear_router) or (
                     alone.group is None and alone.selected):
                 return replace(alone, latency_ms=(time.perf_counter() - started) * 1000)
@@ -163,7 +180,7 @@ class Retriever:
         reason: str | None = None
         if fast is not None:
             group, candidates = fast
-            hits = {sid: (lexical, {"lexical": lexical}) for sid, lexical in
+            hits = {sid: (lexical, SkillExplanation(lexical=lexical)) for sid, lexical in
                     self._reads.text_search(NodeKind.SKILL, skill_query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
@@ -302,9 +319,9 @@ class Retriever:
         members = set(group.members)
         hits = [bool(ranking) and ranking[0].id in members for ranking in
                 self._segment_rankings(request, segments, rankings, context, k, weight)]
-        return replace(group, explanation={**group.explanation,
-                                           "tasks_covered": (sum(hits), len(segments)),
-                                           "first_task_covered": hits[0]})
+        return replace(group, explanation=replace(
+            group.explanation, tasks_covered=(sum(hits), len(segments)),
+            first_task_covered=hits[0]))
 
     def _segment_rankings(self, request: str, segments: Sequence[Sequence[int]],
                           rankings: Sequence[list[ScoredSkill]], context: RequestContext,
@@ -414,7 +431,8 @@ class Retriever:
         woven: dict[str, ScoredSkill] = {}
         for sid in tops:
             item = by_id[sid]
-            woven[sid] = replace(item, explanation={**item.explanation, "task": chosen[sid] + 1})
+            woven[sid] = replace(item, explanation=replace(item.explanation,
+                                                           task=chosen[sid] + 1))
         every: list[Sequence[ScoredSkill]] = [whole, *rankings]
         for depth in range(k):
             for listed in every:
@@ -474,10 +492,9 @@ class Retriever:
             return group
         reads = self._reads
         reads.fetch(nodes=[gid for gid, _ in candidates[1:6]])
-        reads.fetch(nodes=[m for gid, _ in candidates[1:6] for m in _listed(reads.node(gid),
-                                                                           "members")],
+        reads.fetch(nodes=[m for gid, _ in candidates[1:6] for m in members_of(reads.node(gid))],
                     vectors=[*group.members, *(m for gid, _ in candidates[1:6]
-                                               for m in _listed(reads.node(gid), "members"))])
+                                               for m in members_of(reads.node(gid)))])
         level = sum(evidence(m) for m in chosen) / len(chosen)
         best: tuple[float, NodeRecord, float] | None = None
         for gid, belief in candidates[1:6]:
@@ -486,7 +503,7 @@ class Retriever:
             record = self._reads.node(gid)
             if record is None or _demotion(record) or self._unavailable_members(record):
                 continue
-            members = set(record.data.get("members", ()))
+            members = set(GroupNode(record).members)
             added, dropped = members - chosen, chosen - members
             if (not added and not dropped) or len(added) + len(dropped) > 2:
                 continue
@@ -497,10 +514,10 @@ class Retriever:
         if best is None:
             return group
         gain, record, belief = best
-        explanation = {**group.explanation, "near_miss_of": group.name,
-                       "near_miss_gain": round(gain, 4), "router": round(belief, 4)}
-        return _choice(record, group.score, float(group.explanation.get("threshold", 0.0)),
-                       explanation, context)
+        explanation = replace(group.explanation, near_miss_of=group.name,
+                              near_miss_gain=round(gain, 4), router=round(belief, 4))
+        return _choice(record, group.score, group.explanation.threshold or 0.0, explanation,
+                       context)
 
     def _stand_in(self, group: GroupChoice, candidates: Sequence[tuple[str, float]],
                   query: str, vector: Any) -> StandIn | None:
@@ -560,9 +577,8 @@ class Retriever:
                              for o, n in renamed.items())
         reason = (f"no group does this: '{group.name}' with {replaced} (the request's "
                   f"'{word}' is nearer '{new}' than '{old}')")
-        return StandIn(members, edges, reason, {"stand_in_for": group.name, "word": word,
-                                                "part": new, "instead_of": old,
-                                                "gain": round(gain, 4)})
+        return StandIn(members, edges, reason, StandInNotes(group.name, word, new, old,
+                                                            round(gain, 4)))
 
     def _renamed(self, members: Sequence[str], final: str, sibling: str, old: Sequence[str],
                  new: Sequence[str]) -> dict[str, str]:
@@ -591,7 +607,7 @@ class Retriever:
         return out
 
     def _scored(self, ids: Sequence[str], skills: Sequence[ScoredSkill],
-                notes: Mapping[str, Any]) -> list[ScoredSkill]:
+                notes: StandInNotes) -> list[ScoredSkill]:
         """``ids`` as ranked skills: their scores in ``skills`` (else the best there), with
         ``notes`` added to their explanations."""
         by_id = {s.id: s for s in skills}
@@ -603,9 +619,10 @@ class Retriever:
                 continue
             old = by_id.get(sid)
             out.append(ScoredSkill(sid, record.name, old.score if old else top,
-                                   str(record.data.get("description", "")),
-                                   bool(record.data.get("available", True)),
-                                   {**(old.explanation if old else {}), **notes}))
+                                   SkillNode(record).description,
+                                   SkillNode(record).available,
+                                   replace(old.explanation if old else SkillExplanation(),
+                                           **asdict(notes))))
         return out
 
     def _extra_tasks(self, request: str, group: GroupChoice, context: RequestContext, k: int,
@@ -634,8 +651,8 @@ class Retriever:
             top = ranking[0]
             if top.id in extras:
                 continue
-            extras[top.id] = replace(top, explanation={**top.explanation, "task": index,
-                                                       "beside_group": group.name})
+            extras[top.id] = replace(top, explanation=replace(top.explanation, task=index,
+                                                              beside_group=group.name))
         return list(extras.values())
 
     def _planned(self, request: str, selected: Sequence[str], skills: Sequence[ScoredSkill],
@@ -647,8 +664,8 @@ class Retriever:
         reads = self._reads
         reads.fetch(nodes=selected, neighbors=selected)
         parts = request_parts(request)
-        part_of = {s.id: int(s.explanation["task"]) - 1 for s in skills
-                   if s.id in selected and isinstance(s.explanation.get("task"), int)}
+        part_of = {s.id: s.explanation.task - 1 for s in skills
+                   if s.id in selected and s.explanation.task is not None}
         contracts = {sid: contract_of(record) for sid in selected
                      if (record := reads.node(sid)) is not None}
         observed: dict[tuple[str, str], float] = {}
@@ -702,8 +719,8 @@ class Retriever:
                 turned.append((a, b))
         if not changed:
             return group
-        return replace(group, edges=tuple(turned), explanation={
-            **group.explanation, "order": "as the request states it"})
+        return replace(group, edges=tuple(turned), explanation=replace(
+            group.explanation, order="as the request states it"))
 
     def _glossed_group(self, request: str, glossed: tuple[str, Any], context: RequestContext,
                        state: _IndexState, skills: Sequence[ScoredSkill],
@@ -719,7 +736,7 @@ class Retriever:
                                                       None)
         if found is None or not skills or skills[0].id not in found.members:
             return group, candidates, reason
-        return replace(found, explanation={**found.explanation, "gloss": text}), \
+        return replace(found, explanation=replace(found.explanation, gloss=text)), \
             found_candidates, None
 
     def unsupported(self, group: GroupChoice, skills: Sequence[ScoredSkill],
@@ -733,25 +750,25 @@ class Retriever:
         must be among the first ``group_support_depth`` skills the request ranks: a group
         matched by the domain's words alone ("search a title, then fetch its details" for
         every request about films) is left for the skills the request names."""
-        cover = group.explanation.get("tasks_covered")
-        if self.settings.plan.task_cover is not None and isinstance(cover, tuple):
+        cover = group.explanation.tasks_covered
+        if self.settings.plan.task_cover is not None and cover is not None:
             if cover[0] < self.settings.plan.task_cover * cover[1]:
                 return (f"the group '{group.name}' covers {cover[0]} of the {cover[1]} tasks "
                         "the request states")
             if self.settings.plan.first_task \
-                    and group.explanation.get("first_task_covered") is False:
+                    and group.explanation.first_task_covered is False:
                 # The later tasks act on what the first makes ("..., then email it"): a
                 # group that does not do the first is another workflow that ends alike.
                 return (f"the group '{group.name}' does not do the first of the {cover[1]} "
                         "tasks the request states")
-        if not skills or not self.fits(skills[0]) or "gloss" in skills[0].explanation:
+        if not skills or not self.fits(skills[0]) or skills[0].explanation.gloss is not None:
             return None
         top = skills[0]
         lead = self._groups.top_lead
         if lead is not None and top.id not in group.members and group.score < top.score:
             reads = self._reads
             reads.fetch(nodes=[gid for gid, _ in candidates])
-            held = {m for gid, _ in candidates for m in _listed(reads.node(gid), "members")}
+            held = {m for gid, _ in candidates for m in members_of(reads.node(gid))}
             steps = set(group.members)
             nearest = max((s.score for s in skills if s.id in steps), default=0.0)
             if top.id not in held and nearest < lead * top.score:
@@ -779,7 +796,7 @@ class Retriever:
                 request_parts(request))):
             return None
         top = skills[0]
-        if "gloss" in top.explanation:
+        if top.explanation.gloss is not None:
             # Matched through a dictionary's translation, against a group matched on the
             # request's own words: the translation ranks skills, it does not overrule.
             return None
@@ -864,16 +881,16 @@ class Retriever:
         def scored(pid: str) -> ScoredSkill:
             record = records[pid]
             old = by_id.get(pid)
-            notes: dict[str, Any] = dict(old.explanation) if old else {}
-            notes["prerequisite_of"] = needed_by[pid]
+            notes = replace(old.explanation if old else SkillExplanation(),
+                            prerequisite_of=needed_by[pid])
             return ScoredSkill(pid, record.name, old.score if old else top,
-                               str(record.data.get("description", "")),
-                               bool(record.data.get("available", True)), notes)
+                               SkillNode(record).description,
+                               SkillNode(record).available, notes)
 
         companions = self._companions(list(needed_by), chosen, top, records)
         after: dict[str, list[ScoredSkill]] = {}
         for companion in companions:
-            after.setdefault(str(companion.explanation["companion_of_id"]), []).append(
+            after.setdefault(str(companion.explanation.companion_of_id), []).append(
                 companion)
         woven: list[ScoredSkill] = []
         for sid, own in blocks:
@@ -929,10 +946,10 @@ class Retriever:
                     break
         ranked = sorted(found.values(), key=lambda t: (-t[0], t[1].name))
         return [ScoredSkill(record.id, record.name, score,
-                            str(record.data.get("description", "")),
-                            bool(record.data.get("available", True)),
-                            {"companion_of": records[pid].name, "companion_of_id": pid,
-                             "similar": round(weight, 4)})
+                            SkillNode(record).description,
+                            SkillNode(record).available,
+                            SkillExplanation(companion_of=records[pid].name,
+                                             companion_of_id=pid, similar=round(weight, 4)))
                 for weight, record, pid in ranked[: self.settings.plan.companions_max]]
 
     def _fast_route(self, query: str, context: RequestContext, router: GroupRouter | None,
@@ -955,11 +972,11 @@ class Retriever:
             return None
         reads = self._reads
         reads.fetch(nodes=[gid for _, gid in ranked])
-        reads.fetch(nodes=[m for _, gid in ranked for m in _listed(reads.node(gid), "members")])
+        reads.fetch(nodes=[m for _, gid in ranked for m in members_of(reads.node(gid))])
         record = self._reads.node(best_id)
         if record is None or _demotion(record) or self._unavailable_members(record):
             return None
-        explanation: dict[str, Any] = {"router": round(confidence, 4), "route": "lexical"}
+        explanation = GroupExplanation(router=round(confidence, 4), route="lexical")
         choice = _choice(record, confidence, self._groups.threshold, explanation, context)
         return choice, [(gid, round(p, 4)) for p, gid in ranked]
 
@@ -974,20 +991,19 @@ class Retriever:
         posterior of the other groups holding it, and every skill with at least
         ``runner_up_min`` leads, likeliest first. Without one, groups scoring at least
         ``runner_up_ratio`` of the chosen group's similarity lead, in their order."""
-        routed = "router" in group.explanation
+        routed = group.explanation.router is not None
         chosen = set(group.members)
         share: dict[str, float] = {}
         source: dict[str, tuple[str, float]] = {}
         cutoff = group.score * self._groups.runner_up_ratio
         reads = self._reads
         reads.fetch(nodes=[gid for gid, _ in candidates[1:]])
-        reads.fetch(nodes=[m for gid, _ in candidates[1:] for m in _listed(reads.node(gid),
-                                                                          "members")])
+        reads.fetch(nodes=[m for gid, _ in candidates[1:] for m in members_of(reads.node(gid))])
         for rank, (gid, score) in enumerate(candidates[1:]):
             if not routed and (score < cutoff or score <= 0):
                 break
             record = self._reads.node(gid)
-            for member in record.data.get("members", ()) if record else ():
+            for member in members_of(record):
                 if member in chosen:
                     continue
                 # Similarity mode keeps group order: earlier groups' members come first.
@@ -1002,12 +1018,12 @@ class Retriever:
             if node is None:
                 continue
             base = by_id.get(member)
-            explanation = dict(base.explanation) if base else {}
             gid, score = source[member]
-            explanation["runner_up_group"] = {"id": gid, "score": score}
+            explanation = replace(base.explanation if base else SkillExplanation(),
+                                  runner_up_group=RunnerUp(gid, score))
             front.append(ScoredSkill(member, node.name, base.score if base else 0.0,
-                                     str(node.data.get("description", "")),
-                                     bool(node.data.get("available", True)), explanation))
+                                     SkillNode(node).description,
+                                     SkillNode(node).available, explanation))
         ahead = {f.id for f in front}
         rest = [s for s in skills if s.id not in ahead]
         return (front + rest)[: max(k, len(front))]
@@ -1035,7 +1051,7 @@ class Retriever:
                                            self.settings.skills.candidates)
         record = reads.node(best_id)
         eids = self._example_ids(best_id, record, state) if record is not None else []
-        members = [m for gid in gids for m in _listed(reads.node(gid), "members")]
+        members = [m for gid in gids for m in members_of(reads.node(gid))]
         reads.fetch(nodes=[*eids, *members],
                     vectors=[*eids, best_id, *lexical_only,
                              *(members if self.settings.plan.near_miss is not None else ())])
@@ -1052,8 +1068,8 @@ class Retriever:
         skills, skills_lexical = reads.candidates(NodeKind.SKILL, query, vector,
                                                   self.settings.skills.candidates)
         reads.fetch(nodes=[*groups, *examples, *skills])
-        named = [gid for gid in (_group_of(reads.node(eid)) for eid in examples) if gid]
-        members = [m for gid in groups for m in _listed(reads.node(gid), "members")]
+        named = [gid for gid in (group_of(reads.node(eid)) for eid in examples) if gid]
+        members = [m for gid in groups for m in members_of(reads.node(gid))]
         listed = set(groups)
         reads.fetch(nodes=[*named, *members],
                     vectors=[*groups_lexical, *examples_lexical, *skills_lexical,
@@ -1103,18 +1119,17 @@ class Retriever:
                                                lexical.get(best_id, 0.0))}
             fits = self._group_fits(whole, examples, {best_id}, vector, weight)
             best_score, explanation = fits[best_id]
-            explanation["router"] = round(confidence, 4)
+            explanation = replace(explanation, router=round(confidence, 4))
             if targeted is not None:
                 if self._groups.final_steps is not None:
-                    explanation["final_step_evidence"] = round(targeted[2], 4)
+                    explanation = replace(explanation, final_step_evidence=round(targeted[2], 4))
                 sibling = targeted[3]
                 if sibling is not None:
-                    explanation["sibling_evidence"] = {
-                        "part": sibling.part, "word": sibling.word,
-                        "lead": round(sibling.lead, 4)}
+                    explanation = replace(explanation, sibling_evidence=SiblingMatch(
+                        sibling.part, sibling.word, round(sibling.lead, 4)))
                 if best_id != ranked[0][1]:
-                    explanation["router_first"] = self._reads.node(  # type: ignore[union-attr]
-                        ranked[0][1]).name
+                    explanation = replace(explanation, router_first=self._reads.node(
+                        ranked[0][1]).name)  # type: ignore[union-attr]
             runner_up = -1.0  # the router ranks; the margin rule is for similarity alone
         threshold = self._groups.threshold if weight is None else self._groups.cjk_threshold
         if best_score < threshold:
@@ -1124,8 +1139,8 @@ class Retriever:
         if weight is not None and threshold > 0:
             # The embedding knows little of CJK text, so a CJK request needs some lexical
             # evidence for the group (its text or its best example), not vectors alone.
-            best_lexical = max(float(explanation.get("lexical", 0.0)), float(
-                explanation.get("example", {}).get("lexical", 0.0)))
+            best_lexical = max(explanation.lexical or 0.0, explanation.example.lexical
+                               if explanation.example is not None else 0.0)
             if best_lexical < self._groups.cjk_min_lexical:
                 name = self._reads.node(best_id).name  # type: ignore[union-attr]
                 return None, (f"no group fits: the best, '{name}', shares almost no words with "
@@ -1220,7 +1235,7 @@ class Retriever:
             pairs = self._final_step_pairs(ranked, request, vector)
             siblings = self._sibling_evidence(
                 ranked, request, (self._groups.siblings or Siblings(0.0)).overlap)
-            return [(belief, tuple(record.data.get("members", ())), pairs[gid],
+            return [(belief, GroupNode(record).members, pairs[gid],
                      siblings[gid].lead if gid in siblings else 0.0)
                     for belief, gid in ranked if (record := self._reads.node(gid)) is not None]
 
@@ -1251,7 +1266,7 @@ class Retriever:
         memo = state.memo
         eids: list[str] | None = memo.get(("examples", gid)) if memo is not None else None
         if eids is None:
-            eids = [example_id(gid, str(text)) for text in record.data.get("examples", ())]
+            eids = [example_id(gid, str(text)) for text in GroupNode(record).examples]
             if memo is not None:
                 memo[("examples", gid)] = eids
         return eids
@@ -1259,18 +1274,18 @@ class Retriever:
     def _group_fits(self, whole: Mapping[str, tuple[float, float, float]],
                     examples: Mapping[str, tuple[float, float, float]], gids: set[str],
                     vector: Any, weight: float | None,
-                    ) -> dict[str, tuple[float, dict[str, Any]]]:
+                    ) -> dict[str, tuple[float, GroupExplanation]]:
         """Group id -> (similarity, explanation): the better of the group's own text and its
         best example (or their blend, see ``whole_weight``), halved when demoted. Scores the
         groups in ``gids`` plus those with example hits."""
         reads = self._reads
         reads.fetch(nodes=[*gids, *examples])
-        named = {_group_of(reads.node(eid)) for eid in examples} - {""}
+        named = {group_of(reads.node(eid)) for eid in examples} - {""}
         reads.fetch(nodes=named, vectors=[gid for gid in named | gids if gid not in whole])
         per_group: dict[str, list[tuple[float, float, float, str]]] = {}
         for eid, hit in examples.items():
             record = self._reads.node(eid)
-            gid = str(record.data.get("group", "")) if record else ""
+            gid = group_of(record)
             if gid and record is not None:
                 per_group.setdefault(gid, []).append((*hit, record.text))
         best_example: dict[str, tuple[float, float, float, str]] = {}
@@ -1278,29 +1293,28 @@ class Retriever:
             hits.sort(key=lambda h: -h[0])
             top = hits[: self._groups.example_top]
             best_example[gid] = (sum(h[0] for h in top) / len(top), *hits[0][1:])
-        out: dict[str, tuple[float, dict[str, Any]]] = {}
+        out: dict[str, tuple[float, GroupExplanation]] = {}
         for gid in gids | set(best_example):
             record = self._reads.node(gid)
             if record is None:
                 continue
             score, cosine, lexical = whole.get(gid) or self._hybrid_one(gid, vector, weight)
-            explanation: dict[str, Any] = {"vector": round(cosine, 4),
-                                           "lexical": round(lexical, 4)}
+            example: ExampleMatch | None = None
+            matched: str | None = None
             if gid in best_example:
                 ex_score, ex_cos, ex_lex, ex_text = best_example[gid]
-                explanation["example"] = {"text": ex_text, "vector": round(ex_cos, 4),
-                                          "lexical": round(ex_lex, 4)}
+                example = ExampleMatch(ex_text, round(ex_cos, 4), round(ex_lex, 4))
                 if self._groups.whole_weight > 0:
                     score = self._groups.whole_weight * score + (1 - self._groups.whole_weight) * ex_score
                 elif ex_score > score:
                     score = ex_score
-                    explanation["matched"] = "example"
+                    matched = "example"
             demoted = _demotion(record)
             if demoted:
                 score *= self.settings.demote_factor
-                explanation["demoted"] = demoted
-            explanation["score"] = round(score, 4)
-            out[gid] = (score, explanation)
+            out[gid] = (score, GroupExplanation(
+                vector=round(cosine, 4), lexical=round(lexical, 4), example=example,
+                matched=matched, demoted=demoted or None, score=round(score, 4)))
         return out
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
@@ -1329,13 +1343,13 @@ class Retriever:
 
     def _unavailable_members(self, group: NodeRecord) -> list[str]:
         out = []
-        self._reads.fetch(nodes=_listed(group, "members"))
-        for member in group.data.get("members", ()):
+        self._reads.fetch(nodes=members_of(group))
+        for member in GroupNode(group).members:
             record = self._reads.node(member)
             if record is None:
                 out.append(f"{member} is not indexed")
-            elif not record.data.get("available", True):
-                reasons = ", ".join(record.data.get("unavailable_reasons", ()))
+            elif not SkillNode(record).available:
+                reasons = ", ".join(SkillNode(record).unavailable_reasons)
                 out.append(f"{record.name} ({reasons})")
         return out
 
@@ -1348,9 +1362,9 @@ class Retriever:
         scores the better of the request as written (a Chinese skill's own words) and its
         gloss, matched as English is (an English skill's)."""
         skill_weight = self.settings.skills.vector_weight if weight is None else weight
-        script: dict[str, Any] = {"cjk": True} if weight is not None else {}
-        hits: dict[str, tuple[float, dict[str, Any]]] = {
-            sid: (score, {"vector": cosine, "lexical": lex, **script})
+        cjk = True if weight is not None else None
+        hits: dict[str, tuple[float, SkillExplanation]] = {
+            sid: (score, SkillExplanation(vector=cosine, lexical=lex, cjk=cjk))
             for sid, (score, cosine, lex) in self._hybrid(
                 NodeKind.SKILL, query, vector, self.settings.skills.candidates, weight=skill_weight).items()}
         if glossed is not None:
@@ -1359,17 +1373,17 @@ class Retriever:
                     NodeKind.SKILL, text, gloss_vector, self.settings.skills.candidates,
                     weight=self.settings.skills.vector_weight).items():
                 if sid not in hits or score > hits[sid][0]:
-                    hits[sid] = (score, {"vector": cosine, "lexical": lex, "gloss": text,
-                                        **script})
+                    hits[sid] = (score, SkillExplanation(vector=cosine, lexical=lex, cjk=cjk,
+                                                         gloss=text))
         return self._rank_skills(hits, context, k)
 
-    def _rank_skills(self, hits: Mapping[str, tuple[float, Mapping[str, Any]]],
+    def _rank_skills(self, hits: Mapping[str, tuple[float, SkillExplanation]],
                      context: RequestContext, k: int) -> list[ScoredSkill]:
         """The best ``k`` of ``hits`` (id -> (score, evidence)) after the recent-use boost and
         the quality filter; only those are given an explanation."""
         recent = set(context.recent_skills)
         self._reads.fetch(nodes=hits)
-        scored: list[tuple[float, str, NodeRecord, Mapping[str, float], bool, str | None]] = []
+        scored: list[tuple[float, str, NodeRecord, SkillExplanation, bool, str | None]] = []
         for sid, (score, evidence) in hits.items():
             record = self._reads.node(sid)
             if record is None:
@@ -1384,16 +1398,13 @@ class Retriever:
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
         for score, name, record, evidence, boosted, demoted in scored[:k]:
-            notes: dict[str, Any] = {key: round(value, 4) if isinstance(value, float) else value
-                                     for key, value in evidence.items()}
-            if boosted:
-                notes["recently_used"] = True
-            if demoted:
-                notes["demoted"] = demoted
-            notes["score"] = score
+            notes = replace(
+                evidence, vector=None if evidence.vector is None else round(evidence.vector, 4),
+                lexical=None if evidence.lexical is None else round(evidence.lexical, 4),
+                recently_used=True if boosted else None, demoted=demoted or None, score=score)
             out.append(ScoredSkill(record.id, name, score,
-                                   str(record.data.get("description", "")),
-                                   bool(record.data.get("available", True)), notes))
+                                   SkillNode(record).description,
+                                   SkillNode(record).available, notes))
         return out
 
     def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
@@ -1432,8 +1443,8 @@ class Retriever:
             out = []
             for sid in ids:
                 record = reads.node(sid)
-                winner = record.data.get("shadowed_by") if record is not None else None
-                out.append(str(winner) if winner and reads.node(str(winner)) else sid)
+                winner = SkillNode(record).shadowed_by if record is not None else None
+                out.append(winner if winner and reads.node(winner) else sid)
         return list(dict.fromkeys(out))
 
 
@@ -1455,9 +1466,9 @@ def contract_of(record: NodeRecord) -> tuple[dict[str, str], dict[str, str]]:
             out[str(name)] = kind if isinstance(kind, str) else ""
         return out
 
-    data = record.data
-    return (typed(data.get("output_schema"), data.get("outputs", ())),
-            typed(data.get("input_schema"), data.get("required_inputs", ())))
+    node = SkillNode(record)
+    return (typed(node.output_schema, node.outputs),
+            typed(node.input_schema, node.required_inputs))
 
 
 class _Reads:
@@ -1596,14 +1607,6 @@ def _fitted(text: str | None) -> Settings:
         return DEFAULT_SETTINGS
 
 
-def _listed(record: NodeRecord | None, key: str) -> list[str]:
-    """The ids a record's data lists under ``key`` (a group's ``members``)."""
-    return [str(x) for x in record.data.get(key, ())] if record is not None else []
-
-
-def _group_of(record: NodeRecord | None) -> str:
-    """The group an example record belongs to ("" for anything else)."""
-    return str(record.data.get("group", "")) if record is not None else ""
 
 
 def single_step_lead(top: ScoredSkill, group: GroupChoice,
@@ -1616,19 +1619,17 @@ def single_step_lead(top: ScoredSkill, group: GroupChoice,
     return top.score - max(others, default=0.0)
 
 
-def _choice(record: NodeRecord, score: float, threshold: float, explanation: dict[str, Any],
-            context: RequestContext) -> GroupChoice:
+def _choice(record: NodeRecord, score: float, threshold: float,
+            explanation: GroupExplanation, context: RequestContext) -> GroupChoice:
     """The chosen group as the toolbox shows it, with the inputs the context still lacks."""
     missing = tuple(_missing_inputs(record, context))
-    explanation["threshold"] = threshold
+    explanation = replace(explanation, threshold=threshold)
     if missing:
-        explanation["missing_inputs"] = list(missing)
-    data = record.data
+        explanation = replace(explanation, missing_inputs=missing)
+    node = GroupNode(record)
     return GroupChoice(
-        id=record.id, name=record.name, score=round(score, 4),
-        members=tuple(data.get("members", ())),
-        member_names=tuple(data.get("member_names", ())),
-        edges=tuple((str(a), str(b)) for a, b in data.get("edges", ())),
+        id=record.id, name=record.name, score=round(score, 4), members=node.members,
+        member_names=node.member_names, edges=node.edges,
         missing_inputs=missing, ready=not missing, explanation=explanation)
 
 
@@ -1746,7 +1747,17 @@ class StandIn:
     members: tuple[str, ...]
     edges: tuple[tuple[str, str], ...]
     reason: str
-    notes: Mapping[str, Any]
+    notes: StandInNotes
+
+
+@dataclass(frozen=True)
+class StandInNotes:
+    """What the stand-in's members say in their explanations (``SkillExplanation``)."""
+    stand_in_for: str
+    word: str
+    part: str
+    instead_of: str
+    gain: float
 
 
 @dataclass(frozen=True)
@@ -1814,8 +1825,8 @@ def _final_members(group: NodeRecord | None) -> list[str]:
     """The skill ids of a group's final steps: those no other step needs."""
     if group is None:
         return []
-    steps = group.data.get("steps", ())
-    members = list(group.data.get("members", ()))
+    steps = GroupNode(group).steps
+    members = list(GroupNode(group).members)
     needed = {need for step in steps for need in step.get("needs", ())}
     out: list[str] = []
     ids = iter(members)
@@ -1829,7 +1840,7 @@ def _final_members(group: NodeRecord | None) -> list[str]:
 
 
 def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:
-    return [spec["name"] for spec in group.data.get("inputs", ())
+    return [spec["name"] for spec in GroupNode(group).inputs
             if spec.get("required") and not spec.get("has_default")
             and context.values.get(spec["name"]) in (None, "")]
 
@@ -1837,8 +1848,8 @@ def _missing_inputs(group: NodeRecord, context: RequestContext) -> list[str]:
 def _demotion(record: NodeRecord) -> str | None:
     """OpenSpace's quality rule: selected at least twice and never succeeded, or mostly fell
     back."""
-    stats = record.data.get("stats")
-    if not isinstance(stats, Mapping):
+    stats = SkillNode(record).stats
+    if stats is None:
         return None
     selected = int(stats.get("selected", 0))
     succeeded = int(stats.get("succeeded", 0))

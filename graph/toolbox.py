@@ -4,12 +4,14 @@ servers) reads the same types.
 
 A :class:`Toolbox` is the whole answer: the group chosen (or why none was), the ranked skills, the
 selected ones in the order they run (``edges``), suggestions "usually used with", and
-:attr:`Toolbox.reason`, the answer in one sentence."""
+:attr:`Toolbox.reason`, the answer in one sentence. Each ranked skill carries a
+:class:`SkillExplanation` and the chosen group a :class:`GroupExplanation`: what each stage
+found, one typed field each (None where it said nothing); ``to_dict()`` is their JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 NO_GROUPS = "the library has no groups"
@@ -25,6 +27,119 @@ class RequestContext:
     conversation: tuple[str, ...] = ()
 
 
+class _Explained:
+    """What the explanations share: unset fields (None) are left out of :meth:`to_dict`, the
+    shape the servers and ``--json`` print."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for item in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            if value is None:
+                continue
+            if hasattr(value, "to_dict"):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[item.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class ExampleMatch(_Explained):
+    """A group's best past request (example) for this request."""
+
+    text: str
+    vector: float
+    lexical: float
+
+
+@dataclass(frozen=True)
+class SiblingMatch(_Explained):
+    """The request's word for the part of a name that sets sibling groups apart
+    (``GroupSettings.siblings``): the part, the word, and how far it leads."""
+
+    part: str
+    word: str
+    lead: float
+
+
+@dataclass(frozen=True)
+class RunnerUp(_Explained):
+    """A group that scored almost as well as the chosen one, holding this skill."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SkillExplanation(_Explained):
+    """Why a skill ranks where it does and why it was picked; None where a stage said
+    nothing."""
+
+    vector: float | None = None
+    """Cosine of the skill's text to the request."""
+    lexical: float | None = None
+    """BM25 of the request against the skill's text, normalised to 0..1."""
+    cjk: bool | None = None
+    """The request is mostly in CJK script (its own weights and threshold)."""
+    gloss: str | None = None
+    """The English gloss of a Chinese request, when that matched better."""
+    recently_used: bool | None = None
+    demoted: str | None = None
+    """Why the quality filter lowered the score (failed runs)."""
+    score: float | None = None
+    task: int | None = None
+    """The task (1-based part) of the request this skill answers."""
+    beside_group: str | None = None
+    """Added beside this group for a task the group does not serve."""
+    prerequisite_of: str | None = None
+    """The selected skill that declares this one as a prerequisite."""
+    companion_of: str | None = None
+    """A declared dependent of this prerequisite, likely a next step (ranked, not selected)."""
+    companion_of_id: str | None = None
+    similar: float | None = None
+    runner_up_group: RunnerUp | None = None
+    stand_in_for: str | None = None
+    """The group whose final step this skill stands in for (``PlanSettings.stand_in``), with
+    the request's ``word`` nearer its ``part`` than the step's (``instead_of``) by ``gain``."""
+    word: str | None = None
+    part: str | None = None
+    instead_of: str | None = None
+    gain: float | None = None
+
+
+@dataclass(frozen=True)
+class GroupExplanation(_Explained):
+    """Why a group was chosen; None where a stage said nothing."""
+
+    vector: float | None = None
+    lexical: float | None = None
+    example: ExampleMatch | None = None
+    matched: str | None = None
+    """``example`` when the best past request scored above the group's own text."""
+    demoted: str | None = None
+    score: float | None = None
+    router: float | None = None
+    """The router's belief in this group."""
+    route: str | None = None
+    """``lexical`` when the request's words alone chose it (never embedded)."""
+    final_step_evidence: float | None = None
+    sibling_evidence: SiblingMatch | None = None
+    router_first: str | None = None
+    """The router's own first choice, when the final steps or siblings chose another."""
+    near_miss_of: str | None = None
+    near_miss_gain: float | None = None
+    gloss: str | None = None
+    tasks_covered: tuple[int, int] | None = None
+    """(tasks of the request whose best skill is a step, tasks stated in turn)."""
+    first_task_covered: bool | None = None
+    order: str | None = None
+    """Set when an edge was turned round to the order the request states."""
+    threshold: float | None = None
+    missing_inputs: tuple[str, ...] | None = None
+
+
 @dataclass(frozen=True)
 class ScoredSkill:
     id: str
@@ -32,7 +147,7 @@ class ScoredSkill:
     score: float
     description: str
     available: bool
-    explanation: Mapping[str, Any]
+    explanation: SkillExplanation
 
 
 @dataclass(frozen=True)
@@ -53,7 +168,7 @@ class GroupChoice:
     edges: tuple[tuple[str, str], ...]
     missing_inputs: tuple[str, ...]
     ready: bool
-    explanation: Mapping[str, Any]
+    explanation: GroupExplanation
 
 
 @dataclass(frozen=True)
@@ -114,5 +229,9 @@ class Toolbox:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        for item, skill in zip(data["skills"], self.skills, strict=True):
+            item["explanation"] = skill.explanation.to_dict()
+        if self.group is not None:
+            data["group"]["explanation"] = self.group.explanation.to_dict()
         data["reason"] = self.reason
         return data

@@ -51,6 +51,7 @@ from skillgrove.graph.learning import (
     read_jsonl,
     transition_counts,
 )
+from skillgrove.graph.model import members_of
 from skillgrove.graph.retrieval import (
     Retriever,
     ScoredSkill,
@@ -578,7 +579,8 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
             skills = list(toolbox.skills)
             replaced = judge.one_skill_fits_better(group, skills, toolbox.request) or judge.unsupported(
                 group, skills, toolbox.group_candidates)
-            confidence = float(group.explanation.get("router", 1.0))
+            router = group.explanation.router
+            confidence = router if router is not None else 1.0
             out.append((-1.0 if replaced else group.score, confidence, with_group, without))
         return out
 
@@ -670,7 +672,7 @@ def _fast_route_confidence(probe: Retriever, held_out: Sequence[HistoryRow],
     for row, full_f1 in zip(held_out, full, strict=True):
         confidence, gid = router.lexical_top(row.request, 1)[0]
         record = probe.store.node(gid)
-        members = set(record.data.get("members", ())) if record else set()
+        members = set(members_of(record))
         rows.append((confidence, f1(members, set(row.skills)), full_f1))
     return lossless_cut(rows, minimum)
 

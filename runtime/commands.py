@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from skillgrove.graph.documents import GROUP_PREFIX
+from skillgrove.graph.model import path_of
 from skillgrove.runtime.terminal import AnnouncedEncoder, Status, Style, plural
 from skillgrove.skills.errors import SkillgroveError
 
@@ -314,18 +315,19 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
     if group is not None:
         state = "ready" if group.ready else "needs input: " + ", ".join(group.missing_inputs)
         ex = group.explanation
+        said = (f"vector {ex.vector:.2f}, lexical {ex.lexical or 0.0:.2f}"
+                if ex.vector is not None else f"router {ex.router or 0.0:.2f}, from its words")
         lines.append(f"Group  {group.id.removeprefix(GROUP_PREFIX)}  \"{group.name}\"  "
-                     f"score {group.score:.2f} (vector {ex['vector']:.2f}, lexical "
-                     f"{ex['lexical']:.2f})  {state}")
+                     f"score {group.score:.2f} ({said})  {state}")
         lines.append("  steps: " + " -> ".join(group.member_names))
-        if "demoted" in ex:
-            lines.append(f"  demoted by the quality filter: {ex['demoted']}")
-        if "router_first" in ex:
-            sibling = ex.get("sibling_evidence")
-            why = (f"the request's '{sibling['word']}' is nearest its '{sibling['part']}'"
-                   if sibling and sibling.get("lead", 0) > 0
+        if ex.demoted is not None:
+            lines.append(f"  demoted by the quality filter: {ex.demoted}")
+        if ex.router_first is not None:
+            sibling = ex.sibling_evidence
+            why = (f"the request's '{sibling.word}' is nearest its '{sibling.part}'"
+                   if sibling is not None and sibling.lead > 0
                    else "its final steps fit the request better")
-            lines.append(f"  chosen over \"{ex['router_first']}\", the router's first: {why}")
+            lines.append(f"  chosen over \"{ex.router_first}\", the router's first: {why}")
     else:
         lines.append(f"No group: {toolbox.reason}")
     lines.append("")
@@ -335,14 +337,14 @@ def render_toolbox(toolbox: Toolbox, where: Callable[[str, str], str] | None = N
         avail = "" if skill.available else "  [unavailable]"
         desc = skill.description.replace("\n", " ")
         desc = desc[:60] + ("..." if len(desc) > 60 else "")
-        if "demoted" in skill.explanation:
-            avail += f"  [demoted: {skill.explanation['demoted']}]"
-        if "gloss" in skill.explanation:
+        if skill.explanation.demoted is not None:
+            avail += f"  [demoted: {skill.explanation.demoted}]"
+        if skill.explanation.gloss is not None:
             avail += "  [via gloss]"
         lines.append(f"{rank:>3}{mark} {skill.score:5.2f}  {skill.name[:32]:<32} {desc}{avail}"
                      + at(skill.id, skill.name))
-    gloss = next((s.explanation["gloss"] for s in toolbox.skills if "gloss" in s.explanation),
-                 None)
+    gloss = next((s.explanation.gloss for s in toolbox.skills
+                  if s.explanation.gloss is not None), None)
     if gloss:
         lines.append(f"  [via gloss]: matched the request's English gloss (CC-CEDICT and our own office words): {gloss}")
     if toolbox.suggestions:
@@ -364,7 +366,7 @@ def cmd_neighbors(args: argparse.Namespace, out: TextIO) -> int:
                    if row["kind"] == "skill"}
     finally:
         close(engine)
-    where = record.data.get("path")
+    where = path_of(record)
     if args.json:
         out.write(json.dumps({
             "node": {"kind": record.kind.value, "name": record.name, "id": record.id,

@@ -907,13 +907,15 @@ class Skillgrove:
 
     def neighbors(self, key: str) -> tuple[NodeRecord, list[dict[str, Any]]]:
         """A node and its edges (kind, direction, weight, the other end, the edge's props)."""
+        from skillgrove.graph.model import path_of
+
         record = self.node(key)
         rows: list[dict[str, Any]] = []
         for edge, other in self.store.neighbors(record.id):
             rows.append({"edge": edge.kind.value, "direction": "->" if edge.src == record.id
                          else "<-", "weight": edge.weight, "kind": other.kind.value,
                          "name": other.name, "id": other.id,
-                         "location": other.data.get("path"), "props": dict(edge.props)})
+                         "location": path_of(other), "props": dict(edge.props)})
         rows.sort(key=lambda r: (r["edge"], -r["weight"], r["name"]))
         return record, rows
 

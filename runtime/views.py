@@ -25,7 +25,7 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 from skillgrove.graph.documents import GROUP_PREFIX
-from skillgrove.graph.model import NodeRecord
+from skillgrove.graph.model import NodeRecord, SkillNode
 from skillgrove.graph.retrieval import GroupChoice, ScoredSkill, Toolbox
 from skillgrove.graph.runlog import RunRecord
 from skillgrove.groups.library import group_effects
@@ -118,24 +118,23 @@ def skill_view(skill: Skill) -> dict[str, Any]:
 
 def skill_view_from_record(record: NodeRecord) -> dict[str, Any]:
     """The same view from the index alone (a skill the loaded library does not hold)."""
-    data = record.data
-    path = str(data.get("path", ""))
-    root = data.get("root")
+    node = SkillNode(record)
+    path, root = node.path, node.root
     return {
         "id": record.id,
         "name": record.name,
-        "description": data.get("description", ""),
+        "description": node.description,
         "location": f"{path}/SKILL.md" if path else None,
         "root": root,
-        "path": _below(path, str(root)) if path and root else path or None,
-        "tags": list(data.get("tags", [])),
-        "input_schema": data.get("input_schema") or dict(EMPTY_SCHEMA),
-        "output_schema": data.get("output_schema"),
-        "runnable": bool(data.get("executable")),
-        "entrypoint": data.get("entrypoint"),
-        "available": bool(data.get("available", True)),
-        "unavailable_reasons": list(data.get("unavailable_reasons", [])),
-        "effects": list(data.get("effects", [])),
+        "path": _below(path, root) if path and root else path or None,
+        "tags": list(node.tags),
+        "input_schema": node.input_schema or dict(EMPTY_SCHEMA),
+        "output_schema": node.output_schema,
+        "runnable": node.executable,
+        "entrypoint": node.entrypoint,
+        "available": node.available,
+        "unavailable_reasons": list(node.unavailable_reasons),
+        "effects": list(node.effects),
     }
 
 
@@ -237,7 +236,7 @@ class ToolboxViews:
     def _scored(self, scored: ScoredSkill, selected: set[str]) -> dict[str, Any]:
         view = self.skill(scored.id, scored.name)
         view.update(score=round(scored.score, 4), selected=scored.id in selected,
-                    explanation=dict(scored.explanation))
+                    explanation=scored.explanation.to_dict())
         return view
 
     def _group(self, choice: GroupChoice) -> dict[str, Any]:
@@ -252,7 +251,7 @@ class ToolboxViews:
                     missing_inputs=list(choice.missing_inputs),
                     members=[self.skill(m, n) for m, n in
                              zip(choice.members, choice.member_names, strict=False)],
-                    explanation=dict(choice.explanation))
+                    explanation=choice.explanation.to_dict())
         return view
 
     def toolbox(self, toolbox: Toolbox) -> dict[str, Any]:

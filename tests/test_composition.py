@@ -64,8 +64,8 @@ def test_the_closure_joins_the_answer_in_order(retriever: Retriever) -> None:
     # Prerequisites in the order book-flight names them, each companion after its skill.
     assert ranked[:4] == ["book-flight", "airline-login", "get-wifi-status", "set-wifi-status"]
     explained = {s.name: s.explanation for s in toolbox.skills}
-    assert explained["get-wifi-status"]["prerequisite_of"] in ("book-flight", "airline-login")
-    assert explained["set-wifi-status"]["companion_of"] == "get-wifi-status"
+    assert explained["get-wifi-status"].prerequisite_of in ("book-flight", "airline-login")
+    assert explained["set-wifi-status"].companion_of == "get-wifi-status"
     assert "set-wifi-status" not in [names[s] for s in toolbox.selected]
 
 

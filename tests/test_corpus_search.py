@@ -92,7 +92,7 @@ def test_chinese_requests_find_english_skills_through_the_gloss(
     # Latin words (MCP, Xero, PDF, Word) find four as written; the gloss finds the rest.
     assert without <= len(CHINESE_FOR_ENGLISH) - 2, "the gloss should find what words cannot"
     top = glossed.search("分析这次会议的记录，总结大家的发言习惯", k=5).skills[0]
-    assert "meeting" in top.explanation["gloss"]  # the explanation shows the translation
+    assert "meeting" in (top.explanation.gloss or "")  # the explanation shows the translation
 
 
 # Off the corpus's topics: the best skill comes near the embedding bar (cosine 0.20-0.25) while
@@ -131,5 +131,5 @@ def test_each_part_of_a_list_gets_the_skill_it_ranks_first(
         expected: str, not_expected: str) -> None:
     toolbox = Retriever(corpus_store, encoder).search(request_text, k=10)
     by_id = {s.id: s for s in toolbox.skills}
-    chosen = {by_id[sid].name: by_id[sid].explanation.get("task") for sid in toolbox.selected}
+    chosen = {by_id[sid].name: by_id[sid].explanation.task for sid in toolbox.selected}
     assert chosen.get(expected) == part and not_expected not in chosen, chosen

@@ -69,12 +69,12 @@ def test_the_final_step_evidence_picks_the_group_the_request_is_for(
     assert alone.group.name.startswith("amazon-login"), alone.group_candidates
     assert weighed.group.name == "get-stock-ticker then get-stock-price"
     explanation = weighed.group.explanation
-    assert explanation["router_first"] == alone.group.name
-    assert explanation["final_step_evidence"] > 0
+    assert explanation.router_first == alone.group.name
+    assert (explanation.final_step_evidence or 0) > 0
     # The router's own ranking is still what the toolbox lists as its candidates.
     assert weighed.group_candidates == alone.group_candidates
 
 
 def test_without_a_weight_nothing_changes(store: EmbeddedStore, encoder: CachedEncoder) -> None:
     plain = Retriever(store, encoder).search(REQUEST)
-    assert "final_step_evidence" not in (plain.group.explanation if plain.group else {})
+    assert plain.group is None or plain.group.explanation.final_step_evidence is None

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from skillgrove.graph.retrieval import ScoredSkill, Toolbox
+from skillgrove.graph.toolbox import SkillExplanation
 from skillgrove.runtime.cli import main
 from skillgrove.runtime.inject import build_injection
 from skillgrove.skills import discover_skills, load_skill
@@ -437,7 +438,7 @@ def _block_for(skill_dir: Path, fmt: str) -> Any:
     result = load_skill(skill_dir / "SKILL.md", skill_dir.parent)
     skill = result.skill
     assert skill is not None
-    scored = ScoredSkill(skill.id, skill.name, 1.0, skill.description, True, {})
+    scored = ScoredSkill(skill.id, skill.name, 1.0, skill.description, True, SkillExplanation())
     toolbox = Toolbox("summarize this document", None, "no group fits", (scored,), (skill.id,),
                       (), (), 0.0)
     return build_injection(toolbox, {skill.id: skill}, fmt=fmt)  # type: ignore[arg-type]

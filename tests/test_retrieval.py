@@ -20,6 +20,7 @@ from skillgrove.graph import (
     index_library,
 )
 from skillgrove.graph.embeddings import CachedEncoder
+from skillgrove.graph.toolbox import GroupExplanation, RunnerUp, SkillExplanation
 from skillgrove.groups import load_library
 from skillgrove.skills import LoadOptions
 from tests.helpers import copy_fixture_library
@@ -63,7 +64,7 @@ def test_a_request_a_group_serves_returns_that_group(indexed: tuple[Path, Embedd
     toolbox = Retriever(store, encoder).search(request_text)
     assert toolbox.group is not None and toolbox.group.id == group
     assert toolbox.selected == toolbox.group.members
-    assert toolbox.group.explanation["vector"] > 0
+    assert (toolbox.group.explanation.vector or 0) > 0
 
 
 def test_missing_required_input_is_named(indexed: tuple[Path, EmbeddedStore],
@@ -125,8 +126,8 @@ def test_recent_skills_in_context_lift_the_ranking(indexed: tuple[Path, Embedded
         request, RequestContext(recent_skills=("translate-text",)))
     rank = lambda tb: [s.name for s in tb.skills].index("translate-text")  # noqa: E731
     assert rank(lifted) <= rank(plain)
-    assert next(s for s in lifted.skills if s.name == "translate-text").explanation[
-        "recently_used"] is True
+    assert next(s for s in lifted.skills if s.name == "translate-text").explanation \
+        .recently_used is True
 
 
 def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEncoder) -> None:
@@ -143,8 +144,8 @@ def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEn
     store.sync(nodes, vectors, edges)
     toolbox = Retriever(store, encoder).search("plot the values 3, 5 and 8 as a PNG bar chart")
     chart = next(s for s in toolbox.skills if s.name == "make-chart")
-    assert chart.explanation["demoted"] == "selected 3 times, never succeeded"
-    undemoted = 0.5 * chart.explanation["vector"] + 0.5 * chart.explanation["lexical"]
+    assert chart.explanation.demoted == "selected 3 times, never succeeded"
+    undemoted = 0.5 * (chart.explanation.vector or 0) + 0.5 * (chart.explanation.lexical or 0)
     assert chart.score == pytest.approx(undemoted / 2, abs=1e-3)
 
 
@@ -272,12 +273,13 @@ def test_close_runner_up_groups_lead_the_single_skill_ranking(encoder: CachedEnc
     store.sync(nodes, vectors, [])
     retriever = Retriever(store, encoder)
     chosen = GroupChoice("group:abc", "abc", 0.60, ("a", "b", "c"), ("a", "b", "c"), (), (),
-                         True, {})
-    ranked = [ScoredSkill("e", "e", 0.5, "", True, {}), ScoredSkill("c", "c", 0.4, "", True, {})]
+                         True, GroupExplanation(router=0.6))
+    ranked = [ScoredSkill("e", "e", 0.5, "", True, SkillExplanation()),
+              ScoredSkill("c", "c", 0.4, "", True, SkillExplanation())]
     out = retriever._close_runner_ups_first(
         chosen, [("group:abc", 0.60), ("group:abd", 0.58), ("group:ae", 0.30)], ranked, 10)
     assert [s.id for s in out] == ["d", "e", "c"]  # abd is close (0.58 >= 0.54); ae is not
-    assert out[0].explanation["runner_up_group"] == {"id": "group:abd", "score": 0.58}
+    assert out[0].explanation.runner_up_group == RunnerUp("group:abd", 0.58)
 
 
 def test_index_learns_quality_and_co_use_from_the_run_log(tmp_path: Path) -> None:

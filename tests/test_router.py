@@ -98,7 +98,7 @@ def test_index_stores_the_router_and_search_explains_it(encoder: CachedEncoder,
     toolbox = Retriever(store, encoder).search(
         "summarize the quarterly report PDF and email it to the team")
     assert toolbox.group is not None
-    assert 0.0 < toolbox.group.explanation["router"] <= 1.0
+    assert 0.0 < (toolbox.group.explanation.router or 0) <= 1.0
     assert next(g for g, _ in toolbox.group_candidates) == toolbox.group.id
     store.close()
 
@@ -135,13 +135,13 @@ def test_fast_route_answers_from_words_alone_when_allowed(encoder: CachedEncoder
     index_library(library, store, encoder)
     request = "summarize the quarterly report PDF and email the metrics to the team"
     full = Retriever(store, encoder).search(request)
-    assert full.group is not None and "route" not in full.group.explanation
+    assert full.group is not None and full.group.explanation.route is None
     fast_config = DEFAULT_SETTINGS.but(
         groups={"threshold": 0.0, "fast_route": 0.0, "support_depth": None, "top_lead": None})
     fast = Retriever(store, _NoEncoder(), fast_config).search(request)  # type: ignore[arg-type]
     assert fast.group is not None and fast.group.id == full.group.id
-    assert fast.group.explanation["route"] == "lexical"
-    assert fast.skills and all("vector" not in s.explanation for s in fast.skills)
+    assert fast.group.explanation.route == "lexical"
+    assert fast.skills and all(s.explanation.vector is None for s in fast.skills)
     # A positive similarity bar needs the embedding: no fast route then.
     with pytest.raises(AssertionError, match="must not embed"):
         Retriever(store, _NoEncoder(),  # type: ignore[arg-type]

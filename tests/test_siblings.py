@@ -68,12 +68,13 @@ def test_the_request_word_picks_the_sibling_its_part_names(
     # The router alone follows "right now", a phrase only the city group's requests share
     # with this one; the fixture exists to show that.
     assert alone.group.name == "rent-by-city", alone.group_candidates
-    assert "sibling_evidence" not in alone.group.explanation
+    assert alone.group.explanation.sibling_evidence is None
     assert weighed.group.name == "rent-by-country"
-    evidence = weighed.group.explanation["sibling_evidence"]
-    assert evidence["part"] == "country" and evidence["word"] == "canada"
-    assert evidence["lead"] > 0
-    assert weighed.group.explanation["router_first"] == "rent-by-city"
+    evidence = weighed.group.explanation.sibling_evidence
+    assert evidence is not None
+    assert evidence.part == "country" and evidence.word == "canada"
+    assert evidence.lead > 0
+    assert weighed.group.explanation.router_first == "rent-by-city"
     # `skillgrove search` says why.
     assert ('chosen over "rent-by-city", the router\'s first: the request\'s \'canada\' is '
             "nearest its 'country'") in render_toolbox(weighed)
@@ -89,15 +90,16 @@ def test_the_explanation_names_the_part_and_the_word(
         word: str) -> None:
     toolbox = Retriever(store, encoder, CONFIG).search(request_text)
     assert toolbox.group is not None and toolbox.group.name == group
-    evidence = toolbox.group.explanation["sibling_evidence"]
-    assert (evidence["part"], evidence["word"]) == (part, word) and evidence["lead"] > 0
+    evidence = toolbox.group.explanation.sibling_evidence
+    assert evidence is not None
+    assert (evidence.part, evidence.word) == (part, word) and evidence.lead > 0
 
 
 def test_groups_that_are_not_siblings_are_left_to_the_router(
         store: EmbeddedStore, encoder: CachedEncoder) -> None:
     toolbox = Retriever(store, encoder, CONFIG).search("Put on my favourite song")
     assert toolbox.group is not None and toolbox.group.name == "music"
-    assert "sibling_evidence" not in toolbox.group.explanation
+    assert toolbox.group.explanation.sibling_evidence is None
 
 
 @pytest.mark.parametrize(("names", "expected"), [
@@ -178,7 +180,7 @@ def test_a_sibling_no_group_ends_with_stands_in_for_the_target(
                                               "'amazon-delete-item-from-cart' for "
                                               "'ebay-delete-item-from-cart'")
     assert "the request's 'amazon' is nearer 'amazon' than 'ebay'" in toolbox.fallback_reason
-    assert toolbox.skills[1].explanation["stand_in_for"] == "ebay-cart"
+    assert toolbox.skills[1].explanation.stand_in_for == "ebay-cart"
 
 
 @pytest.mark.parametrize("request_text", [

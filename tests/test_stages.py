@@ -23,34 +23,35 @@ from skillgrove.graph.stages import (
 )
 from skillgrove.graph.stages.skills import fits, selection_cut
 from skillgrove.graph.stages.suggestions import SuggestionSettings, suggest
+from skillgrove.graph.toolbox import SkillExplanation
 
 # -- stage 1: candidate skills ----------------------------------------------------------------
 
 # (what the request is, score, explanation, fits by default)
-FITS: list[tuple[str, float, dict[str, Any], bool]] = [
-    ("words and embedding agree", 0.40, {"vector": 0.45, "lexical": 0.3}, True),
-    ("a long request, few shared words", 0.19, {"vector": 0.23, "lexical": 0.05}, True),
-    ("the embedding alone: no shared word", 0.19, {"vector": 0.23, "lexical": 0.0}, False),
-    ("words alone: the embedding far off", 0.30, {"vector": 0.10, "lexical": 0.6}, False),
-    ("within the slack, carried by the score", 0.26, {"vector": 0.19, "lexical": 0.2}, True),
-    ("within the slack, too weak a score", 0.20, {"vector": 0.19, "lexical": 0.2}, False),
-    ("mostly CJK: the score alone", 0.26, {"vector": 0.05, "lexical": 0.4, "cjk": True}, True),
-    ("mostly CJK, below the bar", 0.20, {"vector": 0.60, "lexical": 0.1, "cjk": True}, False),
-    ("no vector evidence (fast route)", 0.30, {"lexical": 0.3}, True),
+FITS: list[tuple[str, float, SkillExplanation, bool]] = [
+    ("words and embedding agree", 0.40, SkillExplanation(vector=0.45, lexical=0.3), True),
+    ("a long request, few shared words", 0.19, SkillExplanation(vector=0.23, lexical=0.05), True),
+    ("the embedding alone: no shared word", 0.19, SkillExplanation(vector=0.23, lexical=0.0), False),
+    ("words alone: the embedding far off", 0.30, SkillExplanation(vector=0.10, lexical=0.6), False),
+    ("within the slack, carried by the score", 0.26, SkillExplanation(vector=0.19, lexical=0.2), True),
+    ("within the slack, too weak a score", 0.20, SkillExplanation(vector=0.19, lexical=0.2), False),
+    ("mostly CJK: the score alone", 0.26, SkillExplanation(vector=0.05, lexical=0.4, cjk=True), True),
+    ("mostly CJK, below the bar", 0.20, SkillExplanation(vector=0.60, lexical=0.1, cjk=True), False),
+    ("no vector evidence (fast route)", 0.30, SkillExplanation(lexical=0.3), True),
 ]
 
 
 @pytest.mark.parametrize(("case", "score", "explanation", "expected"), FITS,
                          ids=[row[0] for row in FITS])
 def test_what_fits_a_request_on_its_own(case: str, score: float,
-                                        explanation: dict[str, Any], expected: bool) -> None:
+                                        explanation: SkillExplanation, expected: bool) -> None:
     assert fits(SkillSettings(), score, explanation) is expected
 
 
 def test_without_the_embedding_rule_the_score_alone_decides() -> None:
     off = SkillSettings(fit_cosine=None)
-    assert fits(off, 0.30, {"vector": 0.10, "lexical": 0.6})
-    assert not fits(off, 0.19, {"vector": 0.23, "lexical": 0.05})
+    assert fits(off, 0.30, SkillExplanation(vector=0.10, lexical=0.6))
+    assert not fits(off, 0.19, SkillExplanation(vector=0.23, lexical=0.05))
 
 
 # (best score, the lowest score selected beside it)

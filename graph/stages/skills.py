@@ -8,9 +8,9 @@ alternative, not a second thing asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from skillgrove.graph.toolbox import SkillExplanation
 
 FIT_COSINE_SLACK = 0.02
 """How far below ``fit_cosine`` a skill's embedding may be and still fit by its score (the
@@ -50,7 +50,7 @@ class SkillSettings:
     """Whether the selection may hold two skills joined by SIMILAR_TO (alternatives)."""
 
 
-def fits(settings: SkillSettings, score: float, explanation: Mapping[str, Any]) -> bool:
+def fits(settings: SkillSettings, score: float, explanation: SkillExplanation) -> bool:
     """Whether a skill with this score and explanation fits the request on its own.
 
     Its embedding must come within ``FIT_COSINE_SLACK`` of ``fit_cosine`` (words alone do not
@@ -59,13 +59,13 @@ def fits(settings: SkillSettings, score: float, explanation: Mapping[str, Any]) 
     text (an embedding alone does not make a fit either: "how tall is mount everest" and a web3
     project builder, cosine 0.20, no word in common). A request mostly in CJK script, whose
     embedding says little, is judged by its score alone."""
-    cosine = explanation.get("vector")
-    if settings.fit_cosine is None or not isinstance(cosine, float) or explanation.get("cjk"):
+    cosine = explanation.vector
+    if settings.fit_cosine is None or cosine is None or explanation.cjk:
         return score >= settings.minimum
     if cosine < settings.fit_cosine - FIT_COSINE_SLACK:
         return False
     return score >= settings.minimum or (
-        cosine >= settings.fit_cosine and bool(explanation.get("lexical")))
+        cosine >= settings.fit_cosine and bool(explanation.lexical))
 
 
 def selection_cut(settings: SkillSettings, top: float) -> float:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
+from skillgrove.graph.model import Edge, EdgeKind, GroupNode, NodeKind, NodeRecord, SkillNode
 from skillgrove.graph.toolbox import Suggestion
 
 
@@ -49,13 +49,13 @@ def suggest(reads: Reads, anchors: Sequence[str], exclude: set[str],
     names: dict[str, str] = {}
     reads.fetch(nodes=anchors[:3], neighbors=anchors[:3])
     reads.fetch(nodes=[str(m) for anchor in anchors[:3] for _, other in reads.neighbors(anchor)
-                       if other.kind is NodeKind.GROUP for m in other.data.get("members", ())])
+                       if other.kind is NodeKind.GROUP for m in GroupNode(other).members])
     for anchor in anchors[:3]:
         anchor_record = reads.node(anchor)
         anchor_name = anchor_record.name if anchor_record else anchor
         # Companions read from the library itself (its texts, contracts, declarations and
         # folders): weaker than runs or groups, but a library without either has only these.
-        for companion in anchor_record.data.get("companions", ()) if anchor_record else ():
+        for companion in SkillNode(anchor_record).companions if anchor_record else ():
             cid = str(companion.get("id", ""))
             if not cid or cid in exclude or cid == anchor:
                 continue
@@ -65,7 +65,7 @@ def suggest(reads: Reads, anchors: Sequence[str], exclude: set[str],
                 ("library", str(companion.get("reason", "")), anchor_name))
         for edge, other in reads.neighbors(anchor):
             if other.kind is NodeKind.GROUP:
-                for member in other.data.get("members", ()):
+                for member in GroupNode(other).members:
                     if member == anchor or member in exclude:
                         continue
                     if member not in names:

@@ -141,6 +141,22 @@ class SyncReport:
                     or self.edges_removed)
 
 
+def _strings(record: NodeRecord, key: str) -> tuple[str, ...]:
+    """The strings a node's ``data`` lists under ``key`` (none when absent)."""
+    return tuple(str(item) for item in record.data.get(key, ()))
+
+
+def _optional(record: NodeRecord, key: str) -> str | None:
+    """The string a node's ``data`` holds under ``key``; None when absent or empty."""
+    value = record.data.get(key)
+    return str(value) if value else None
+
+
+def _mapping(record: NodeRecord, key: str) -> Mapping[str, Any] | None:
+    value = record.data.get(key)
+    return value if isinstance(value, Mapping) else None
+
+
 class SkillNode:
     """A stored skill node read by name rather than by string key (what
     ``graph.documents.skill_record`` writes into ``data``)::
@@ -170,16 +186,15 @@ class SkillNode:
     @property
     def root(self) -> str | None:
         """The library folder it was loaded from."""
-        root = self.record.data.get("root")
-        return str(root) if root else None
+        return _optional(self.record, "root")
 
     @property
     def tags(self) -> tuple[str, ...]:
-        return tuple(str(t) for t in self.record.data.get("tags", ()))
+        return _strings(self.record, "tags")
 
     @property
     def effects(self) -> tuple[str, ...]:
-        return tuple(str(e) for e in self.record.data.get("effects", ()))
+        return _strings(self.record, "effects")
 
     @property
     def executable(self) -> bool:
@@ -188,18 +203,16 @@ class SkillNode:
     @property
     def entrypoint(self) -> str | None:
         """The kind of its runnable entry point (``python``, ``bash``...), if it has one."""
-        kind = self.record.data.get("entrypoint")
-        return str(kind) if kind else None
+        return _optional(self.record, "entrypoint")
 
     @property
     def unavailable_reasons(self) -> tuple[str, ...]:
-        return tuple(str(r) for r in self.record.data.get("unavailable_reasons", ()))
+        return _strings(self.record, "unavailable_reasons")
 
     @property
     def shadowed_by(self) -> str | None:
         """The id of the same-named skill that answers for this one's name, if any."""
-        winner = self.record.data.get("shadowed_by")
-        return str(winner) if winner else None
+        return _optional(self.record, "shadowed_by")
 
     @property
     def companions(self) -> tuple[Mapping[str, Any], ...]:
@@ -209,11 +222,11 @@ class SkillNode:
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        return tuple(str(n) for n in self.record.data.get("outputs", ()))
+        return _strings(self.record, "outputs")
 
     @property
     def required_inputs(self) -> tuple[str, ...]:
-        return tuple(str(n) for n in self.record.data.get("required_inputs", ()))
+        return _strings(self.record, "required_inputs")
 
     @property
     def input_schema(self) -> Mapping[str, Any] | None:
@@ -226,8 +239,7 @@ class SkillNode:
     @property
     def stats(self) -> Mapping[str, Any] | None:
         """Run statistics (``selected``, ``succeeded``, ``fallbacks``), when runs were logged."""
-        stats = self.record.data.get("stats")
-        return stats if isinstance(stats, Mapping) else None
+        return _mapping(self.record, "stats")
 
 
 class GroupNode:
@@ -242,11 +254,11 @@ class GroupNode:
     @property
     def members(self) -> tuple[str, ...]:
         """The skill ids of its skill steps, in step order."""
-        return tuple(str(m) for m in self.record.data.get("members", ()))
+        return _strings(self.record, "members")
 
     @property
     def member_names(self) -> tuple[str, ...]:
-        return tuple(str(m) for m in self.record.data.get("member_names", ()))
+        return _strings(self.record, "member_names")
 
     @property
     def edges(self) -> tuple[tuple[str, str], ...]:
@@ -259,7 +271,7 @@ class GroupNode:
 
     @property
     def examples(self) -> tuple[str, ...]:
-        return tuple(str(e) for e in self.record.data.get("examples", ()))
+        return _strings(self.record, "examples")
 
     @property
     def inputs(self) -> tuple[Mapping[str, Any], ...]:
@@ -268,8 +280,7 @@ class GroupNode:
 
     @property
     def stats(self) -> Mapping[str, Any] | None:
-        stats = self.record.data.get("stats")
-        return stats if isinstance(stats, Mapping) else None
+        return _mapping(self.record, "stats")
 
 
 def members_of(record: NodeRecord | None) -> tuple[str, ...]:
@@ -284,5 +295,20 @@ def group_of(record: NodeRecord | None) -> str:
 
 def path_of(record: NodeRecord) -> str | None:
     """Where a skill (its folder) or a group (its YAML file) node came from, if stored."""
-    path = record.data.get("path")
-    return str(path) if path else None
+    return _optional(record, "path")
+
+
+def demotion(record: NodeRecord) -> str | None:
+    """OpenSpace's quality rule: selected at least twice and never succeeded, or mostly fell
+    back."""
+    stats = SkillNode(record).stats
+    if stats is None:
+        return None
+    selected = int(stats.get("selected", 0))
+    succeeded = int(stats.get("succeeded", 0))
+    fallbacks = int(stats.get("fallbacks", 0))
+    if selected >= 2 and succeeded == 0:
+        return f"selected {selected} times, never succeeded"
+    if selected and fallbacks / selected > 0.5:
+        return f"fell back in {fallbacks} of {selected} selections"
+    return None

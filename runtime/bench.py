@@ -52,13 +52,9 @@ from skillgrove.graph.learning import (
     transition_counts,
 )
 from skillgrove.graph.model import members_of
-from skillgrove.graph.retrieval import (
-    Retriever,
-    ScoredSkill,
-    Toolbox,
-    weigh_final_steps,
-)
+from skillgrove.graph.retrieval import Retriever, ScoredSkill, Toolbox
 from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps, Settings, Siblings
+from skillgrove.graph.stages.groups import weigh_final_steps
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
 from skillgrove.skills.loader import LoadOptions

@@ -12,8 +12,9 @@ import pytest
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
 from skillgrove.graph.model import NodeKind
-from skillgrove.graph.retrieval import Retriever, _final_members
+from skillgrove.graph.retrieval import Retriever
 from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps
+from skillgrove.graph.stages.groups import _final_members
 from tests.helpers import group_yaml, indexed_store
 
 SKILLS = {

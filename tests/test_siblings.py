@@ -13,14 +13,14 @@ import pytest
 
 from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder
-from skillgrove.graph.retrieval import (
-    Retriever,
+from skillgrove.graph.retrieval import Retriever
+from skillgrove.graph.stages import DEFAULT_SETTINGS, Siblings
+from skillgrove.graph.stages.groups import (
     distinguishing_parts,
     name_words,
     request_terms,
     weigh_final_steps,
 )
-from skillgrove.graph.stages import DEFAULT_SETTINGS, Siblings
 from skillgrove.runtime.commands import render_toolbox
 from tests.helpers import group_yaml, indexed_store
 

@@ -191,6 +191,8 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
 def fit_summary(fit: Mapping[str, Any]) -> str:
     """One line on the retrieval settings the history gave (``Skillgrove.retrieval_fit``)."""
     rows = fit.get("history_rows", "?")
+    if fit.get("from_run_log"):
+        rows = f"{rows} ({fit['from_run_log']} from the run log)"
     if fit.get("skill_sample"):
         return (f"retrieval settings: the selection floor {fit.get('select_min')} fitted on all "
                 f"{fit['skill_sample']} rows of the history, the rest {fit['kept']}")

@@ -533,8 +533,12 @@ class Skillgrove:
             meta = {FINGERPRINT_KEY: fingerprint,
                     PATHS_KEY: "\n".join(str(p) for p in self.paths),
                     **self._last_good_entry(library)}
-            co_use, transitions = _learned_from(rows, library)
-            fitted, fit_meta = self._fitted_settings(rows, library)
+            # The library's own runs teach what a history file does: the order its skills ran
+            # in, and, with the request that started each, the settings fitted below (co-use
+            # and quality the indexer reads from the runs themselves).
+            ran = _run_rows(runs, library)
+            co_use, transitions = _learned_from([*rows, *ran], library, co_use_from=rows)
+            fitted, fit_meta = self._fitted_settings([*rows, *ran], library, len(ran))
             result = index_library(library, self.store, self.encoder, progress, runs=runs,
                                    write_lock=self._index_lock.write(),
                                    meta={**meta, **fit_meta}, co_use=co_use,
@@ -547,7 +551,7 @@ class Skillgrove:
         return result
 
     def _fitted_settings(self, rows: Sequence[HistoryRow], library: Library,
-                         ) -> tuple[str, dict[str, str]]:
+                         from_runs: int = 0) -> tuple[str, dict[str, str]]:
         """(the retrieval settings fitted on ``rows``, as stored; the metadata saying how):
         fitted as ``skillgrove bench`` fits them (``runtime.bench.fit_settings``, on a library
         learned from nine tenths of the rows, judged on the rest), again only when the rows
@@ -589,6 +593,7 @@ class Skillgrove:
             settings, details = fit_settings(build, rows, self.encoder, DEFAULT_SETTINGS,
                                              say=self.log)
             details["seconds"] = round(time.perf_counter() - started, 1)
+            details["from_run_log"] = from_runs
             details["fitted_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         fitted = settings.to_json() if settings != DEFAULT_SETTINGS else ""
         return fitted, {FITTED_FROM_KEY: digest,
@@ -1400,16 +1405,37 @@ def _mapping(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _learned_from(rows: Sequence[HistoryRow], library: Library,
+                  co_use_from: Sequence[HistoryRow] | None = None,
                   ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
-    """(co-use, transitions) from a history file's rows, whose skills may be named by id or
-    by name (a name means the skill that answers for it)."""
+    """(co-use from ``co_use_from`` (default: ``rows``), transitions from ``rows``): history
+    rows whose skills may be named by id or by name (a name means the skill that answers for
+    it)."""
     from skillgrove.graph.learning import co_use_weights, transition_counts
     from skillgrove.runtime.bench import rows_by_id
 
-    if not rows:
-        return {}, {}
-    named = rows_by_id(rows, library)
-    return co_use_weights(named), transition_counts(named)
+    together = rows if co_use_from is None else co_use_from
+    co_use = co_use_weights(rows_by_id(together, library)) if together else {}
+    return co_use, transition_counts(rows_by_id(rows, library)) if rows else {}
+
+
+def _run_rows(runs: Sequence[Mapping[str, Any]], library: Library) -> list[HistoryRow]:
+    """The library's runs as history rows to learn from: each successful run started by a
+    request, with the skills it ran (by id, in the order they started) and the edges of its
+    group between them."""
+    from skillgrove.graph.learning import runs_as_history
+
+    ids = {s.name: s.id for s in library.catalog.active.values()}
+    out = []
+    for row, run in zip(runs_as_history(runs, ids), runs, strict=True):
+        if not (row.request and row.skills and row.succeeded):
+            continue
+        group = library.groups.get(str(run.get("group")))
+        ran = set(row.skills)
+        edges = tuple((ids[a], ids[b]) for a, b in (
+            (group.step(x).target, group.step(y).target) for x, y in group.edges())
+            if ids.get(a) in ran and ids.get(b) in ran) if group is not None else ()
+        out.append(replace(row, edges=edges))
+    return out
 
 
 def _library_key(library: Library) -> str:

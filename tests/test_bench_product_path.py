@@ -184,3 +184,46 @@ def test_index_says_which_settings_answer_and_when_they_were_fitted(
     from skillgrove.runtime.commands import fit_summary
 
     assert fit_summary(fit) == line
+
+
+def test_index_learns_from_the_library_s_own_runs(tmp_path: Path, encoder: object) -> None:
+    """Runs of the library's groups, each with the request that started it, are fit rows as a
+    history file's are (40 rows: the selection floor is fitted on them) and teach the order
+    their skills ran in (the group's edges between the steps that ran)."""
+    from skillgrove.graph.model import EdgeKind, NodeKind
+    from skillgrove.graph.runlog import RunRecord, SqliteRunLog, StepRecord
+
+    library = Path(__file__).resolve().parents[1] / "library"
+    index = tmp_path / "index"
+    engine = Skillgrove([library], index=index, encoder=encoder)  # type: ignore[arg-type]
+    try:
+        engine.index()
+        assert engine.retrieval_fit() == {}
+        steps = [("extract_text", "pdf-to-text"), ("metrics", "extract-metrics"),
+                 ("summarize", "summarize-text"), ("figures", "markdown-table"),
+                 ("notify", "send-email")]
+        log = SqliteRunLog(index / "runs.sqlite")
+        for number in range(40):
+            log.record(RunRecord(
+                f"run-{number}", "report-analysis", "success", {}, {}, {},
+                tuple(StepRecord(sid, target, "skill", "success", started_at=float(at))
+                      for at, (sid, target) in enumerate(steps)),
+                started_at=float(number), seconds=1.0,
+                request=f"summarize report {number} and mail the key numbers to the team"))
+        # Neither one without a request nor a failed run teaches anything.
+        log.record(RunRecord("run-bare", "report-analysis", "success", {}, {}, {}, (),
+                             started_at=50.0, seconds=1.0))
+        log.close()
+        engine.index()
+        fit = engine.retrieval_fit()
+        assert fit["from_run_log"] == 40 and fit["skill_sample"] == 40, fit
+        ids = {n.name: n.id for n in engine.store.nodes(NodeKind.SKILL)}
+        forward = {}
+        for edge in engine.store.edges(EdgeKind.CO_USED):
+            for a, b, key in ((edge.src, edge.dst, "forward"), (edge.dst, edge.src, "backward")):
+                if edge.props.get(key):
+                    forward[(a, b)] = edge.props[key]
+        assert forward[(ids["pdf-to-text"], ids["extract-metrics"])] == 40
+        assert (ids["extract-metrics"], ids["pdf-to-text"]) not in forward
+    finally:
+        engine.close()

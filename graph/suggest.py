@@ -31,6 +31,7 @@ from skillgrove.graph.learning import (
     DraftGroup,
     HistoryRow,
     acyclic_edges,
+    draft_support,
     draft_to_yaml,
     mine_groups,
     topological_order,
@@ -69,10 +70,14 @@ class Suggestions:
 
 
 def suggest(library: Library, rows: Sequence[HistoryRow], *, source: str = "runs",
-            min_support: int = 2, folder: Path | None = None,
+            min_support: int | None = None, folder: Path | None = None,
             co_references: bool = True) -> Suggestions:
     """Draft groups for ``library`` from ``rows`` (members by skill name, id, or
-    ``group:<id>``), each checked against the library as if saved in ``folder``."""
+    ``group:<id>``), each checked against the library as if saved in ``folder``.
+    ``min_support``: how often a set must occur (None: ``learning.draft_support`` of the
+    number of rows, twice or, in a short history, once)."""
+    if min_support is None:
+        min_support = draft_support(len(rows))
     by_id = library.catalog.by_id()
     rows = [_by_name(row, by_id) for row in rows]
     parsed = _all_groups(library)

@@ -45,6 +45,7 @@ from skillgrove.graph.learning import (
     HistoryError,
     HistoryRow,
     co_use_weights,
+    draft_support,
     draft_to_yaml,
     mine_groups,
     read_history,
@@ -105,11 +106,15 @@ def _yaml_string(text: str) -> str:
 
 
 def write_library(dataset: Dataset, root: Path, mode: str,
-                  history: Sequence[HistoryRow] | None = None, min_support: int = 2,
+                  history: Sequence[HistoryRow] | None = None, min_support: int | None = None,
                   ) -> tuple[Path, dict[tuple[str, str], float] | None, int]:
     """Materialize the dataset as a library under ``root``, learning from ``history`` (all of
-    the dataset's by default); returns (root, co-use, groups)."""
+    the dataset's by default) the groups an owner approves from ``groups suggest``'s drafts
+    (``min_support``: None, as ``groups suggest`` drafts them); returns (root, co-use,
+    groups)."""
     history = dataset.history if history is None else history
+    if min_support is None:
+        min_support = draft_support(len(history))
     names = {str(s["id"]): s["name"] for s in dataset.skills}
     for skill in dataset.skills:
         folder = root / "skills" / skill["name"]
@@ -281,20 +286,28 @@ def aggregate(rows: Sequence[Mapping[str, float | None]], latencies: Sequence[fl
 def split_history(history: Sequence[HistoryRow], share: float = 0.1, cap: int = 500,
                   seed: int = 7) -> tuple[list[HistoryRow], list[HistoryRow]]:
     """(fit rows, held-out rows): a seeded random ``share`` of the rows (at most ``cap``) is
-    held out. Calibration learns from the fit rows alone and is scored on the held-out ones,
-    which the groups, their texts, co-use and the router have never seen."""
+    held out, or ``MIN_CALIBRATION_ROWS`` of them when that is more and at most
+    ``MOST_HELD_OUT`` of the rows (a history of 100 to 299 rows holds out 30). Calibration learns from the fit
+    rows alone and is scored on the held-out ones, which the groups, their texts, co-use and
+    the router have never seen."""
     rows = [r for r in history if r.skills]
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
-    held = set(order[: min(cap, int(len(rows) * share))])
+    count = int(len(rows) * share)
+    if count < MIN_CALIBRATION_ROWS <= len(rows) * MOST_HELD_OUT:
+        count = MIN_CALIBRATION_ROWS
+    held = set(order[: min(cap, count)])
     return ([r for i, r in enumerate(rows) if i not in held],
             [r for i, r in enumerate(rows) if i in held])
 
 
 MIN_CALIBRATION_ROWS = 30
 """Every fitted setting needs at least this many held-out history rows; with fewer (a run log
-of under 300 rows) the defaults stay: a threshold chosen on 5 rows predicted 59 set F1 and
-got 33 on data it had not seen."""
+of under 100 rows) the defaults stay, but for the selection floor: a threshold chosen on 5 rows
+predicted 59 set F1 and got 33 on data it had not seen."""
+MOST_HELD_OUT = 0.3
+"""The largest share of a short history held out to reach ``MIN_CALIBRATION_ROWS``: the library
+calibrated on the rest must still be much like the one the product learns from all of them."""
 
 SKILL_VECTOR_WEIGHTS = (0.5, 0.25, 0.0, 0.75)
 """Candidates for how much the embedding counts against BM25 for single skills (the default
@@ -827,7 +840,8 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
                                 f"rows, fewer than {MIN_CALIBRATION_ROWS}"}
     say(f"calibrating on {len(held_out)} held-out history rows")
     targets: dict[str, Any] | None = None
-    if _recurring_rows(held_out, fit_rows) < TARGET_MIN_ROWS:
+    support = draft_support(len(history))
+    if _recurring_rows(held_out, fit_rows, support) < TARGET_MIN_ROWS:
         # Sets seen twice lose their group when one row is held out: the choice among groups
         # is then calibrated where the sets seen once are groups too (first, because with
         # --store neo4j every build replaces the one database).
@@ -835,7 +849,7 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
         base, targets = calibrate_targets(Retriever(once, encoder, base), held_out)
         targets["library"] = "sets seen once kept"
         once.close()
-    store = build("calibration", fit_rows, 2)
+    store = build("calibration", fit_rows, support)
     base, skill_calibration = calibrate_skills(Retriever(store, encoder, base), held_out)
     if targets is None:
         base, targets = calibrate_targets(Retriever(store, encoder, base), held_out)
@@ -851,7 +865,8 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
         base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows,
                                       min_support=1)
     else:
-        base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows)
+        base, calibration = calibrate(Retriever(store, encoder, base), held_out, fit_rows,
+                                      min_support=support)
     store.close()
     calibration.update(skill_calibration)
     calibration.update(targets)
@@ -954,7 +969,7 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
 
 def _build(dataset: Dataset, folder: Path, mode: str, history: Sequence[HistoryRow] | None,
            encoder: Encoder, make_store: Callable[[Path], GraphStore],
-           say: Callable[[str], None] | None = None, min_support: int = 2,
+           say: Callable[[str], None] | None = None, min_support: int | None = None,
            ) -> tuple[GraphStore, Library, int]:
     """Write the dataset's library under ``folder``, learning from ``history``, and index it."""
     folder.mkdir(parents=True)

@@ -351,8 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     suggest.add_argument("--out", type=Path, default=None, metavar="DIR",
                          help="folder for the draft YAML files (default: <library>/groups/"
                               "drafts, which `check` reads and reports as drafts)")
-    suggest.add_argument("--min-support", type=positive_int, default=2, metavar="N",
-                         help="runs a skill set needs before it becomes a draft (default 2)")
+    suggest.add_argument("--min-support", type=positive_int, default=None, metavar="N",
+                         help="runs a skill set needs before it becomes a draft (default 2; 1 "
+                              "in a history of under 300 rows)")
     suggest.add_argument("--limit", type=positive_int, default=50, metavar="N",
                          help="at most this many drafts (default 50)")
     suggest.add_argument("--force", action="store_true", help="replace existing files")

@@ -935,14 +935,15 @@ class Skillgrove:
         return to_mermaid(record) if fmt == "mermaid" else to_dot(record)
 
     def suggest_groups(self, history: str | os.PathLike[str] | None = None, *,
-                       min_support: int = 2, folder: Path | None = None) -> Suggestions:
+                       min_support: int | None = None, folder: Path | None = None,
+                       ) -> Suggestions:
         """Draft groups mined from the run log (or a history file in the benchmark format) and
         from skills that name each other, each checked as if saved in ``folder`` (see
         :mod:`graph.suggest`)."""
         from skillgrove.graph.learning import read_history, rows_from_runs
         from skillgrove.graph.suggest import suggest
 
-        if min_support < 1:
+        if min_support is not None and min_support < 1:
             raise InvalidRequestError("min_support", "must be at least 1")
         library = self.library
         if history is not None:

@@ -137,7 +137,9 @@ def test_bench_harness_end_to_end(mode: str) -> None:
                 "latency_ms_p50", "latency_ms_p95"):
         assert key in metrics, key
     if mode == "groups":
-        assert result["details"]["groups"] == 2  # pdf-sum-mail and csv-chart; the rest ran once
+        # pdf-sum-mail and csv-chart recur; a history this short (under 300 rows,
+        # ``learning.SHORT_HISTORY``) also drafts the two sets that ran once.
+        assert result["details"]["groups"] == 4
         assert metrics["group_rate"] > 0
         assert metrics["completeness@5"] >= 66.6
         assert "edge_f1" in metrics
@@ -151,8 +153,14 @@ def test_groups_suggest_writes_reviewable_drafts(tmp_path: Path) -> None:
                  str(tmp_path / "drafts")], out)
     assert code == 0
     files = sorted(p.name for p in (tmp_path / "drafts").iterdir())
-    assert files == ["s1-s2-s3.yaml", "s4-s5.yaml"]
+    # A history this short drafts the sets that ran once too; with --min-support 2, only the
+    # two that recur.
+    assert files == ["s1-s2-s3.yaml", "s4-s5.yaml", "s7-s6.yaml", "s7.yaml"]
     assert "wrote" in out.getvalue() and "review them" in out.getvalue()
+    assert main(["groups", "suggest", "--history", str(BENCH / "history.jsonl"), "--out",
+                 str(tmp_path / "recurring"), "--min-support", "2"], StringIO()) == 0
+    assert sorted(p.name for p in (tmp_path / "recurring").iterdir()) == [
+        "s1-s2-s3.yaml", "s4-s5.yaml"]
 
 
 def test_calibration_holds_out_rows_the_calibration_library_never_saw(tmp_path: Path,
@@ -351,3 +359,22 @@ def test_hide_sets_removes_a_seeded_share_of_recurring_sets() -> None:
     assert not any(frozenset(row.skills) in hidden for row in hidden_data.history)
     assert {frozenset(q.gold) for q in hidden_data.queries} == hidden
     assert hide_skill_sets(dataset, 0.4)[1] == hidden  # seeded
+
+
+@pytest.mark.parametrize(("rows", "support"), [(0, 1), (299, 1), (300, 2), (16_893, 2)])
+def test_a_short_history_drafts_sets_seen_once(rows: int, support: int) -> None:
+    from skillgrove.graph.learning import draft_support
+
+    assert draft_support(rows) == support
+
+
+def test_a_short_history_holds_out_enough_rows_to_calibrate() -> None:
+    from skillgrove.runtime.bench import MIN_CALIBRATION_ROWS, split_history
+
+    def held(count: int) -> int:
+        rows = [HistoryRow(str(i), "x", ("a",)) for i in range(count)]
+        return len(split_history(rows)[1])
+
+    # a tenth; 30 where a tenth is fewer and 30 is at most three tenths; at most 500
+    assert [held(n) for n in (50, 99, 100, 250, 300, 1046, 16_893)] == [
+        5, 9, MIN_CALIBRATION_ROWS, MIN_CALIBRATION_ROWS, 30, 104, 500]

@@ -100,7 +100,7 @@ class GroupSettings:
     """With a router, the chosen group must hold at least this share of its belief."""
     fast_route: float | None = None
     """With a router whose words alone are at least this sure, the request is answered without
-    embedding it (``Retriever._fast_route``); only where every request is routed to a group
+    embedding it (``GroupRules._fast_route``); only where every request is routed to a group
     (``threshold`` not above 0). None: never (the default; fitted on held-out history, where
     the fast route must be as accurate as the full one on the rows it takes)."""
     clear_router: float = 0.6
@@ -213,7 +213,7 @@ left to the group."""
 
 @dataclass(frozen=True)
 class StandIn:
-    """The chosen group with a sibling in place of a final step (see ``Retriever._stand_in``)."""
+    """The chosen group with a sibling in place of a final step (see ``GroupRules._stand_in``)."""
     members: tuple[str, ...]
     edges: tuple[tuple[str, str], ...]
     reason: str

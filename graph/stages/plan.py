@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 class PlanSettings:
     parts: bool = True
     """Whether a request that asks for several things ("A, B and C", "A, then B") is answered
-    part by part (``Retriever._several_tasks``); off, the whole request's ranking is cut once
+    part by part (``PlanRules._several_tasks``); off, the whole request's ranking is cut once
     by the selection."""
     part_ratio: float = 0.5
     """A part of the request gets a skill of its own only when that skill's evidence reaches
@@ -53,7 +53,7 @@ class PlanSettings:
     task_cover: float | None = 0.5
     """A request that states tasks in turn ("..., then ...") gets a group only when the group
     covers at least this share of them, and the first of them (``first_task``;
-    ``Retriever._with_task_cover``:
+    ``PlanRules._with_task_cover``:
     the later tasks act on what the first makes, so a group that ends alike but starts
     elsewhere is another workflow: "convert markdown to PDF then email it to my team" is not
     the report group that ends with the mail); otherwise a toolbox composed for the tasks

@@ -111,8 +111,9 @@ class Retriever(GroupRules, PlanRules):
         return self._state
 
     def router(self) -> GroupRouter | None:
-        """The index's group router (None with fewer than two groups)."""
-        return self._refresh().router
+        """The index's group router (None with fewer than two groups, or when the settings
+        turn it off)."""
+        return self._refresh().router if self._groups.router else None
 
     @property
     def _reads(self) -> _Reads:
@@ -162,7 +163,8 @@ class Retriever(GroupRules, PlanRules):
         if context.conversation:
             recent = "\n" + " ".join(context.conversation[-2:])
             query, skill_query = query + recent, skill_query + recent
-        fast = self._fast_route(query, context, state.router)
+        group_router = state.router if self._groups.router else None
+        fast = self._fast_route(query, context, group_router)
         group: GroupChoice | None
         reason: str | None = None
         if fast is not None:
@@ -185,7 +187,7 @@ class Retriever(GroupRules, PlanRules):
                 vector = skill_vector = self.encoder.encode([query])[0]
             else:
                 vector, skill_vector = self.encoder.encode([query, skill_query])
-            self._search_all_kinds(query, vector, state.router)
+            self._search_all_kinds(query, vector, group_router)
             grouped = self.settings.groups is not None
             group, reason, candidates = self._group_tier(
                 request, query, vector, context, state, weight) if grouped else (None, None, [])

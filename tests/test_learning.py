@@ -378,3 +378,16 @@ def test_a_short_history_holds_out_enough_rows_to_calibrate() -> None:
     # a tenth; 30 where a tenth is fewer and 30 is at most three tenths; at most 500
     assert [held(n) for n in (50, 99, 100, 250, 300, 1046, 16_893)] == [
         5, 9, MIN_CALIBRATION_ROWS, MIN_CALIBRATION_ROWS, 30, 104, 500]
+
+
+@pytest.mark.parametrize(("values", "reference", "expected"), [
+    ([1.0, 1.0, 0.0], [0.0, 0.0, 0.0], True),     # wins two rows, loses none
+    ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], False),    # wins one, loses one
+    ([0.5] * 200, [0.5] * 199 + [0.0], False),   # one row of 200: less than a point of mean F1
+    ([0.6] * 50, [0.5] * 50, True),
+])
+def test_a_fitted_choice_must_beat_the_default_by_more_than_noise(
+        values: list[float], reference: list[float], expected: bool) -> None:
+    from skillgrove.runtime.bench import _beats
+
+    assert _beats(values, reference) is expected

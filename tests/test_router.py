@@ -103,6 +103,25 @@ def test_index_stores_the_router_and_search_explains_it(encoder: CachedEncoder,
     store.close()
 
 
+def test_the_router_can_be_turned_off_for_the_groups_words(encoder: CachedEncoder,
+                                                          tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``groups.router`` off (fitted on history where it chooses worse): the group with the
+    best score answers, and the answer says no router chose it."""
+    from skillgrove.graph.stages import DEFAULT_SETTINGS, Settings
+
+    library = load_library([FIXTURES / "library"], LoadOptions())
+    store = EmbeddedStore(tmp_path / "graph.sqlite")
+    index_library(library, store, encoder)
+    off = DEFAULT_SETTINGS.but(groups={"router": False})
+    assert Settings.from_json(off.to_json()) == off
+    retriever = Retriever(store, encoder, off)
+    assert retriever.router() is None and Retriever(store, encoder).router() is not None
+    toolbox = retriever.search("summarize the quarterly report PDF and email it to the team")
+    assert toolbox.group is not None and toolbox.group.explanation.router is None
+    assert toolbox.group.explanation.vector is not None
+    store.close()
+
+
 def test_a_library_with_one_group_clears_the_router(encoder: CachedEncoder,
                                                     tmp_path) -> None:  # type: ignore[no-untyped-def]
     library = load_library([FIXTURES / "library"], LoadOptions())

@@ -86,6 +86,10 @@ class GroupSettings:
     """How far the chosen group must lead the runner-up."""
     vector_weight: float = 0.75
     """The embedding's share of a group's and an example's score, the rest BM25."""
+    router: bool = True
+    """Whether the router (``graph/router.py``) says which group is meant; off, the group with
+    the best score (its text and past requests, ``vector_weight``) is. Fitted on history: a
+    router fitted on one or two past requests a group can choose worse than their words."""
     candidates: int = 50
     """How many groups each of BM25 and the vector index proposes."""
     example_candidates: int = 200
@@ -718,7 +722,7 @@ class GroupRules:
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
                     state: _IndexState, weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
-        router = state.router
+        router = state.router if self._groups.router else None
         confidence: float | None = None
         if router is None:
             self._fetch_similar(query, vector)
@@ -867,10 +871,11 @@ class GroupRules:
         without searching again."""
         with self._reading():
             state = self._refresh()
-            if state.router is None:
+            router = state.router if self._groups.router else None
+            if router is None:
                 return []
             vector = self.encoder.encode([request])[0]
-            ranked = state.router.top(request, vector, 10)
+            ranked = router.top(request, vector, 10)
             self._reads.fetch(nodes=[gid for _, gid in ranked])
             pairs = self._final_step_pairs(ranked, request, vector)
             siblings = self._sibling_evidence(

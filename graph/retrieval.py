@@ -169,7 +169,7 @@ class Retriever(GroupRules, PlanRules):
         reason: str | None = None
         if fast is not None:
             group, candidates = fast
-            hits = {sid: (lexical, SkillExplanation(lexical=lexical)) for sid, lexical in
+            hits = {sid: (lexical, None, lexical, None) for sid, lexical in
                     self._reads.text_search(NodeKind.SKILL, skill_query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
@@ -314,9 +314,8 @@ class Retriever(GroupRules, PlanRules):
         scores the better of the request as written (a Chinese skill's own words) and its
         gloss, matched as English is (an English skill's)."""
         skill_weight = self.settings.skills.vector_weight if weight is None else weight
-        cjk = True if weight is not None else None
-        hits: dict[str, tuple[float, SkillExplanation]] = {
-            sid: (score, SkillExplanation(vector=cosine, lexical=lex, cjk=cjk))
+        hits: dict[str, _Evidence] = {
+            sid: (score, cosine, lex, None)
             for sid, (score, cosine, lex) in self._hybrid(
                 NodeKind.SKILL, query, vector, self.settings.skills.candidates, weight=skill_weight).items()}
         if glossed is not None:
@@ -325,18 +324,19 @@ class Retriever(GroupRules, PlanRules):
                     NodeKind.SKILL, text, gloss_vector, self.settings.skills.candidates,
                     weight=self.settings.skills.vector_weight).items():
                 if sid not in hits or score > hits[sid][0]:
-                    hits[sid] = (score, SkillExplanation(vector=cosine, lexical=lex, cjk=cjk,
-                                                         gloss=text))
-        return self._rank_skills(hits, context, k)
+                    hits[sid] = (score, cosine, lex, text)
+        return self._rank_skills(hits, context, k, cjk=weight is not None)
 
-    def _rank_skills(self, hits: Mapping[str, tuple[float, SkillExplanation]],
-                     context: RequestContext, k: int) -> list[ScoredSkill]:
-        """The best ``k`` of ``hits`` (id -> (score, evidence)) after the recent-use boost and
-        the quality filter; only those are given an explanation."""
+    def _rank_skills(self, hits: Mapping[str, _Evidence], context: RequestContext, k: int,
+                     cjk: bool = False) -> list[ScoredSkill]:
+        """The best ``k`` of ``hits`` (id -> (score, cosine, lexical, gloss)) after the
+        recent-use boost and the quality filter; only those are given an explanation (built
+        for the ``k`` kept, not for every candidate: a search scores a hundred)."""
         recent = set(context.recent_skills)
         self._reads.fetch(nodes=hits)
-        scored: list[tuple[float, str, NodeRecord, SkillExplanation, bool, str | None]] = []
-        for sid, (score, evidence) in hits.items():
+        scored: list[tuple[float, str, NodeRecord, _Evidence, bool, str | None]] = []
+        for sid, evidence in hits.items():
+            score = evidence[0]
             record = self._reads.node(sid)
             if record is None:
                 continue
@@ -349,14 +349,14 @@ class Retriever(GroupRules, PlanRules):
             scored.append((round(score, 4), record.name, record, evidence, boosted, demoted))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
-        for score, name, record, evidence, boosted, demoted in scored[:k]:
-            notes = replace(
-                evidence, vector=None if evidence.vector is None else round(evidence.vector, 4),
-                lexical=None if evidence.lexical is None else round(evidence.lexical, 4),
-                recently_used=True if boosted else None, demoted=demoted or None, score=score)
-            out.append(ScoredSkill(record.id, name, score,
-                                   SkillNode(record).description,
-                                   SkillNode(record).available, notes))
+        for score, name, record, (_, cosine, lexical, gloss), boosted, demoted in scored[:k]:
+            notes = SkillExplanation(
+                vector=None if cosine is None else round(cosine, 4), lexical=round(lexical, 4),
+                cjk=True if cjk else None, gloss=gloss, recently_used=True if boosted else None,
+                demoted=demoted or None, score=score)
+            node = SkillNode(record)
+            out.append(ScoredSkill(record.id, name, score, node.description, node.available,
+                                   notes))
         return out
 
     def select(self, skills: Sequence[ScoredSkill]) -> list[str]:
@@ -398,6 +398,11 @@ class Retriever(GroupRules, PlanRules):
                 winner = SkillNode(record).shadowed_by if record is not None else None
                 out.append(winner if winner and reads.node(winner) else sid)
         return list(dict.fromkeys(out))
+
+
+_Evidence = tuple[float, float | None, float, str | None]
+"""A candidate skill's (hybrid score, cosine (None: not embedded), lexical, the gloss it matched
+through), before the ranking keeps the best."""
 
 
 class _Reads:

@@ -201,6 +201,9 @@ def fit_summary(fit: Mapping[str, Any]) -> str:
     said = [f"group threshold {fit.get('threshold')}",
             f"skill vector weight {fit.get('skill_vector_weight')}",
             f"selection cut {fit.get('select_ratio')} / {fit.get('select_min')}"]
+    if fit.get("router") is False:
+        said.append("groups chosen by their words (the router off, group vector weight "
+                    f"{fit.get('group_vector_weight')})")
     # When and how long: an index that found the history unchanged keeps the fit it stored.
     when = ", ".join(str(part) for part in (
         fit.get("fitted_at"), f"{fit['seconds']} s" if "seconds" in fit else None) if part)

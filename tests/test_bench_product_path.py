@@ -164,6 +164,16 @@ def test_a_short_history_fits_the_selection_floor_at_most(tmp_path: Path, encode
         engine.close()
 
 
+def test_index_says_when_the_router_was_turned_off() -> None:
+    from skillgrove.runtime.commands import fit_summary
+
+    line = fit_summary({"sample": 30, "history_rows": 250, "threshold": 0.0,
+                        "skill_vector_weight": 0.5, "select_ratio": 0.85, "select_min": 0.2,
+                        "router": False, "group_vector_weight": 0.25})
+    assert "groups chosen by their words (the router off, group vector weight 0.25)" in line
+    assert "router" not in fit_summary({"sample": 30, "history_rows": 250, "router": True})
+
+
 @pytest.mark.parametrize(("fit", "line"), [
     ({"sample": 3, "history_rows": 40, "kept": "defaults: 3 held-out rows, fewer than 30"},
      "retrieval settings: the defaults, from a history of 40 rows (defaults: 3 held-out rows, "

@@ -16,10 +16,11 @@ def _label(step: Mapping[str, object]) -> str:
 
 def to_mermaid(group: NodeRecord) -> str:
     lines = ["flowchart TD"]
-    for step in GroupNode(group).steps:
+    steps = GroupNode(group).steps
+    for step in steps:
         shape = ('{{"', '"}}') if step.get("kind") == "group" else ('["', '"]')
         lines.append(f"    {step['id']}{shape[0]}{_label(step)}{shape[1]}")
-    for step in GroupNode(group).steps:
+    for step in steps:
         for need in step.get("needs", ()):
             lines.append(f"    {need} --> {step['id']}")
     return "\n".join(lines) + "\n"
@@ -27,11 +28,12 @@ def to_mermaid(group: NodeRecord) -> str:
 
 def to_dot(group: NodeRecord) -> str:
     lines = [f"digraph {json.dumps(group.name)} {{", "    rankdir=LR;"]
-    for step in GroupNode(group).steps:
+    steps = GroupNode(group).steps
+    for step in steps:
         shape = "box3d" if step.get("kind") == "group" else "box"
         lines.append(f"    {json.dumps(step['id'])} [label={json.dumps(_label(step))}, "
                      f"shape={shape}];")
-    for step in GroupNode(group).steps:
+    for step in steps:
         for need in step.get("needs", ()):
             lines.append(f"    {json.dumps(need)} -> {json.dumps(step['id'])};")
     lines.append("}")

@@ -236,11 +236,6 @@ class SkillNode:
     def output_schema(self) -> Mapping[str, Any] | None:
         return self.record.data.get("output_schema")
 
-    @property
-    def stats(self) -> Mapping[str, Any] | None:
-        """Run statistics (``selected``, ``succeeded``, ``fallbacks``), when runs were logged."""
-        return _mapping(self.record, "stats")
-
 
 class GroupNode:
     """A stored group node read by name rather than by string key (what
@@ -278,10 +273,6 @@ class GroupNode:
         """Its declared inputs: ``name``, ``required``, ``has_default``."""
         return tuple(self.record.data.get("inputs", ()))
 
-    @property
-    def stats(self) -> Mapping[str, Any] | None:
-        return _mapping(self.record, "stats")
-
 
 def members_of(record: NodeRecord | None) -> tuple[str, ...]:
     """A group record's member skill ids; none for a missing record."""
@@ -299,9 +290,9 @@ def path_of(record: NodeRecord) -> str | None:
 
 
 def demotion(record: NodeRecord) -> str | None:
-    """OpenSpace's quality rule: selected at least twice and never succeeded, or mostly fell
-    back."""
-    stats = SkillNode(record).stats
+    """OpenSpace's quality rule, for a skill or a group with run statistics (``stats``):
+    selected at least twice and never succeeded, or mostly fell back."""
+    stats = _mapping(record, "stats")
     if stats is None:
         return None
     selected = int(stats.get("selected", 0))

@@ -113,7 +113,12 @@ class Retriever(GroupRules, PlanRules):
     def router(self) -> GroupRouter | None:
         """The index's group router (None with fewer than two groups, or when the settings
         turn it off)."""
-        return self._refresh().router if self._groups.router else None
+        return self._router_for(self._refresh())
+
+    def _router_for(self, state: _IndexState) -> GroupRouter | None:
+        """The router that chooses among groups: the index's, unless ``groups.router`` is
+        off."""
+        return state.router if self._groups.router else None
 
     @property
     def _reads(self) -> _Reads:
@@ -153,8 +158,7 @@ class Retriever(GroupRules, PlanRules):
             # The conversation breaks ties; it never overrides a request that clearly names
             # its task (a group the router is sure of, or skills that fit on their own).
             alone = self.search(request, replace(context, conversation=()), k)
-            router = (alone.group.explanation.router if alone.group.explanation.router
-                      is not None else 1.0) if alone.group else 0.0
+            router = alone.group.explanation.belief if alone.group else 0.0
             if (alone.group is not None and router >= self._groups.clear_router) or (
                     alone.group is None and alone.selected):
                 return replace(alone, latency_ms=(time.perf_counter() - started) * 1000)
@@ -163,7 +167,7 @@ class Retriever(GroupRules, PlanRules):
         if context.conversation:
             recent = "\n" + " ".join(context.conversation[-2:])
             query, skill_query = query + recent, skill_query + recent
-        group_router = state.router if self._groups.router else None
+        group_router = self._router_for(state)
         fast = self._fast_route(query, context, group_router)
         group: GroupChoice | None
         reason: str | None = None

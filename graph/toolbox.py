@@ -139,6 +139,11 @@ class GroupExplanation(_Explained):
     threshold: float | None = None
     missing_inputs: tuple[str, ...] | None = None
 
+    @property
+    def belief(self) -> float:
+        """The router's belief in the group, 1.0 where no router chose it."""
+        return 1.0 if self.router is None else self.router
+
 
 @dataclass(frozen=True)
 class ScoredSkill:

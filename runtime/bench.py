@@ -287,9 +287,9 @@ def split_history(history: Sequence[HistoryRow], share: float = 0.1, cap: int = 
                   seed: int = 7) -> tuple[list[HistoryRow], list[HistoryRow]]:
     """(fit rows, held-out rows): a seeded random ``share`` of the rows (at most ``cap``) is
     held out, or ``MIN_CALIBRATION_ROWS`` of them when that is more and at most
-    ``MOST_HELD_OUT`` of the rows (a history of 100 to 299 rows holds out 30). Calibration learns from the fit
-    rows alone and is scored on the held-out ones, which the groups, their texts, co-use and
-    the router have never seen."""
+    ``MOST_HELD_OUT`` of the rows (a history of 100 to 299 rows holds out 30). Calibration
+    learns from the fit rows alone and is scored on the held-out ones, which the groups, their
+    texts, co-use and the router have never seen."""
     rows = [r for r in history if r.skills]
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
@@ -482,8 +482,9 @@ def calibrate_routing(retriever: Retriever, held_out: Sequence[HistoryRow],
     return config.but(groups=changes), {
         "router": router, "group_vector_weight": weight if weight is not None
         else config.groups.vector_weight,
-        "routing_set_f1": {f"{'router' if r else 'similarity'}@{w if w is not None else 'default'}":
-                           round(100 * sum(v) / len(v), 1) for (r, w), v in scores.items()}}
+        "routing_set_f1": {
+            f"{'router' if r else 'similarity'}@{'default' if w is None else w}":
+            round(100 * sum(v) / len(v), 1) for (r, w), v in scores.items()}}
 
 
 NEAR_MISS_MARGINS: tuple[float | None, ...] = (None, 0.1, 0.05, 0.02, 0.0)
@@ -632,8 +633,7 @@ def calibrate(retriever: Retriever, held_out: Sequence[HistoryRow],
             skills = list(toolbox.skills)
             replaced = judge.one_skill_fits_better(group, skills, toolbox.request) or judge.unsupported(
                 group, skills, toolbox.group_candidates)
-            router = group.explanation.router
-            confidence = router if router is not None else 1.0
+            confidence = group.explanation.belief
             out.append((-1.0 if replaced else group.score, confidence, with_group, without))
         return out
 
@@ -855,7 +855,7 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
     and each stage's settings are chosen by the set F1 of those answers, in turn: the
     single-skill weights and cut, the choice among groups (final steps, siblings), the
     near-miss and stand-in margins, then the group threshold and the rules that let skills
-    replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300
+    replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 100
     rows) fit only the selection floor (``skills.minimum``), on every row when there are
     ``MIN_CALIBRATION_ROWS`` of them (the ranking it cuts learns nothing from history, so no
     row need be held out); the rest of ``base`` stays, and the details say so."""

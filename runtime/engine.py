@@ -555,7 +555,7 @@ class Skillgrove:
         """(the retrieval settings fitted on ``rows``, as stored; the metadata saying how):
         fitted as ``skillgrove bench`` fits them (``runtime.bench.fit_settings``, on a library
         learned from nine tenths of the rows, judged on the rest), again only when the rows
-        changed. Under ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 300 rows),
+        changed. Under ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 100 rows),
         the defaults but for the selection floor, and the details say so."""
         import hashlib
         import json
@@ -1431,11 +1431,10 @@ def _run_rows(runs: Sequence[Mapping[str, Any]], library: Library) -> list[Histo
         if not (row.request and row.skills and row.succeeded):
             continue
         group = library.groups.get(str(run.get("group")))
+        steps = [(ids.get(group.step(a).target), ids.get(group.step(b).target))
+                 for a, b in group.edges()] if group is not None else []
         ran = set(row.skills)
-        edges = tuple((ids[a], ids[b]) for a, b in (
-            (group.step(x).target, group.step(y).target) for x, y in group.edges())
-            if ids.get(a) in ran and ids.get(b) in ran) if group is not None else ()
-        out.append(replace(row, edges=edges))
+        out.append(replace(row, edges=tuple((a, b) for a, b in steps if a in ran and b in ran)))
     return out
 
 

@@ -345,6 +345,8 @@ class GroupRules:
 
         def _refresh(self) -> _IndexState: ...
 
+        def _router_for(self, state: _IndexState) -> GroupRouter | None: ...
+
         def fits(self, skill: ScoredSkill) -> bool: ...
 
         def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
@@ -722,7 +724,7 @@ class GroupRules:
     def _group_tier(self, request: str, query: str, vector: Any, context: RequestContext,
                     state: _IndexState, weight: float | None = None,
                     ) -> tuple[GroupChoice | None, str | None, list[tuple[str, float]]]:
-        router = state.router if self._groups.router else None
+        router = self._router_for(state)
         confidence: float | None = None
         if router is None:
             self._fetch_similar(query, vector)
@@ -871,7 +873,7 @@ class GroupRules:
         without searching again."""
         with self._reading():
             state = self._refresh()
-            router = state.router if self._groups.router else None
+            router = self._router_for(state)
             if router is None:
                 return []
             vector = self.encoder.encode([request])[0]

@@ -26,10 +26,11 @@ Skills that none of these joins but that answer consecutive parts of a request l
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from itertools import pairwise
 
 from skillgrove.graph.learning import acyclic_edges, topological_order
 from skillgrove.graph.text import cjk_share, tokenize
@@ -56,7 +57,8 @@ _SEQUENCE = re.compile(
     r"once (?:that is|that's|it is|it's) done)\b[,:]?\s*"
     r"|(?:[.!?;,:]\s*|\s+)then\b[,:]?\s*"
     r"|[.!?;,:]\s*(?:afterwards|next|finally|lastly|subsequently|after which|also|"
-    r"additionally|in addition)\b[,:]?\s*"
+    r"additionally|in addition|second|secondly|third|thirdly)\b[,:]?\s*"
+    r"|[.!?;:]\s*(?=once\b)"
     r"|[。！？；，,]?\s*(?:然后|接着|之后|随后|最后|再把)[，,]?",
     re.IGNORECASE)
 """Where a request moves on to its next task: a sequencing word ("then", "after that",
@@ -128,7 +130,14 @@ def request_parts(request: str) -> tuple[Part, ...]:
     return tuple(parts) or (Part(request.strip(), Join.FIRST),)
 
 
+_OPENER = re.compile(r"(?:first|firstly|first of all|to begin(?: with)?|to start(?: with)?)\W*",
+                     re.IGNORECASE)
+"""A word that opens the first task ("Firstly, ..."): part of what follows, not a task."""
+
+
 def _is_task(text: str, join: Join) -> bool:
+    if _OPENER.fullmatch(text.strip()):
+        return False
     return len(tokenize(text)) >= MIN_PART_TOKENS[join.value] or _cjk_task(text)
 
 
@@ -160,10 +169,14 @@ STRENGTH = {"declared": 4, "stated": 3, "data flow": 2, "observed": 1, "listed":
 def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = None,
                parts: Sequence[Part] = (), declared: Sequence[Edge] = (),
                data_flow: Sequence[Edge] = (),
-               observed: Mapping[Edge, float] | None = None) -> Plan:
+               observed: Mapping[Edge, float] | None = None,
+               referenced: bool = False) -> Plan:
     """The edges among ``selected`` skills from the evidence described in the module's
     docstring. ``part_of`` maps a skill to the index of the part of the request it answers
     (see :func:`request_parts`); ``observed`` maps a directed pair to how often runs took it.
+    ``referenced``: the words of the request join a part to the one before it only when it
+    refers back to an earlier result (:func:`refers_back`), whatever word comes between them;
+    a part merely written after another is a task of its own.
 
     >>> plan_edges(["b", "a"], part_of={"a": 0, "b": 1},
     ...            parts=[Part("x", Join.FIRST), Part("y", Join.SEQUENCE)]).edges
@@ -185,14 +198,19 @@ def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = N
 
     for edge in declared:
         add(edge, "declared", 1000)
+    after = next_answered(part_of.values())
     for a in chosen:
         for b in chosen:
             if a == b or a not in part_of or b not in part_of:
                 continue
             i, j = part_of[a], part_of[b]
-            # b comes after a, and a sequencing word stands between their parts.
-            if j == i + 1 and parts and j < len(parts) and parts[j].join is Join.SEQUENCE:
-                add((a, b), "stated", 800)
+            # b answers the next part that has a skill, and a sequencing word stands between
+            # (or, ``referenced``, b's part refers back to what came before).
+            if after.get(i) != j:
+                continue
+            if (refers_back(parts[j:after.get(j, len(parts))]) if referenced
+                    else sequenced(parts, i, j)):
+                add((a, b), "stated" if sequenced(parts, i, j) else "listed", 800)
     for edge in data_flow:
         add(edge, "data flow", 600)
     for (a, b), count in (observed or {}).items():
@@ -206,9 +224,9 @@ def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = N
     components = _components(chosen, kept)
     for a in order:
         for b in order:
-            if a == b or a not in part_of or b not in part_of:
+            if referenced or a == b or a not in part_of or b not in part_of:
                 continue
-            if part_of[b] == part_of[a] + 1 and components[a] != components[b]:
+            if after.get(part_of[a]) == part_of[b] and components[a] != components[b]:
                 kept.append((a, b))
                 why[(a, b)] = "listed"
                 components = _components(chosen, kept)
@@ -216,6 +234,45 @@ def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = N
     rank = {s: i for i, s in enumerate(ordered)}
     edges = tuple(sorted(kept, key=lambda e: (rank[e[0]], rank[e[1]])))
     return Plan(ordered, edges, {e: why[e] for e in edges})
+
+
+def next_answered(answered: Iterable[int]) -> dict[int, int]:
+    """Each answered part's index -> the index of the next part that has a skill: a part
+    between them that no skill answers (a sentence of details: "The subnet should be named
+    Subnet A.") does not break the order written.
+
+    >>> next_answered([0, 3, 4, 3])
+    {0: 3, 3: 4}
+    """
+    indexes = sorted(set(answered))
+    return dict(pairwise(indexes))
+
+
+def sequenced(parts: Sequence[Part], i: int, j: int) -> bool:
+    """Whether a sequencing word stands between parts ``i`` and ``j`` (``i`` < ``j``): it opens
+    one of the parts after ``i`` up to ``j``."""
+    return any(part.join is Join.SEQUENCE for part in parts[i + 1:j + 1])
+
+
+_REFERENCE = re.compile(
+    r"\b(?:it|its|them|their|these|those|the same|previous(?:ly)?|above|earlier|results?|"
+    r"response|output|obtained|retrieved|returned|received|mentioned|generated|translated)\b"
+    r"|它|其|这些|结果|上述|上面的|前面的",
+    re.IGNORECASE)
+"""Words by which a part refers back to what an earlier one made: "email it", "for the same
+location", "the ID obtained from the previous response", "把结果发给我"."""
+
+
+def refers_back(task: Sequence[Part]) -> bool:
+    """Whether a task (the part a skill answers and the parts after it that no other skill
+    answers: its details) refers back to an earlier result.
+
+    >>> refers_back([Part("email it to Ana", Join.LIST)])
+    True
+    >>> refers_back([Part("then set a new alarm", Join.SEQUENCE)])
+    False
+    """
+    return any(_REFERENCE.search(part.text) for part in task)
 
 
 def _components(nodes: Sequence[str], edges: Sequence[Edge]) -> dict[str, int]:

@@ -53,6 +53,7 @@ from skillgrove.graph.learning import (
     transition_counts,
 )
 from skillgrove.graph.model import members_of
+from skillgrove.graph.planner import request_parts
 from skillgrove.graph.retrieval import Retriever, ScoredSkill, Toolbox
 from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps, Settings, Siblings
 from skillgrove.graph.stages.groups import weigh_final_steps
@@ -561,6 +562,47 @@ def calibrate_stand_in(retriever: Retriever, held_out: Sequence[HistoryRow],
         "stand_in_set_f1": {str(m): round(100 * v, 1) for v, m in scores}}
 
 
+def calibrate_order(retriever: Retriever, held_out: Sequence[HistoryRow],
+                    ) -> tuple[Settings, dict[str, Any]]:
+    """Whether a part of a request joins the part before it only when it refers back to an
+    earlier result (``plan.referenced``), or whenever it is written after it (the default).
+
+    Judged on the held-out rows that ask for two skills or more in a request of two parts or
+    more and that the answer composes (a group keeps its own edges), by the F1 of the answer's
+    edges against the row's (none against none scores 1): a history whose rows record only the
+    data one step takes from another (most rows saying "then" have no edge) turns it on. Kept
+    only on ``MIN_CALIBRATION_ROWS`` such rows and when it beats the order written by more
+    than noise (:func:`_beats`)."""
+    config = retriever.settings
+    if not config.plan.order:
+        return config, {}
+    rows = [r for r in held_out
+            if len(set(r.skills)) > 1 and len(request_parts(r.request)) > 1]
+
+    def edge_scores(referenced: bool) -> list[float | None]:
+        judge = Retriever(retriever.store, retriever.encoder,
+                          config.but(plan={"referenced": referenced}))
+        out: list[float | None] = []
+        for row in rows:
+            toolbox = judge.search(row.request)
+            out.append(None if toolbox.group is not None
+                       else f1(set(toolbox.edges), set(row.edges)))
+        return out
+
+    pairs = [(w, r) for w, r in zip(edge_scores(False), edge_scores(True), strict=True)
+             if w is not None and r is not None]
+    details: dict[str, Any] = {"order_sample": len(pairs)}
+    if len(pairs) < MIN_CALIBRATION_ROWS:
+        return config, {**details, "referenced": config.plan.referenced}
+    written = [w for w, _ in pairs]
+    referring = [r for _, r in pairs]
+    referenced = _beats(referring, written)
+    details.update(referenced=referenced,
+                   order_edge_f1={"written": round(100 * statistics.fmean(written), 1),
+                                  "referenced": round(100 * statistics.fmean(referring), 1)})
+    return config.but(plan={"referenced": referenced}), details
+
+
 SINGLE_SKILL_MARGINS: tuple[float | None, ...] = (None, 0.3, 0.2, 0.1, 0.05, 0.0)
 """Candidates for ``GroupSettings.one_skill_margin``, the first (never) preferred on ties."""
 SINGLE_STEP_LEADS: tuple[float | None, ...] = (None, 0.3, 0.2, 0.15)
@@ -908,6 +950,8 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
     base, near_miss = calibrate_near_miss(Retriever(store, encoder, base), held_out)
     base, stand_in = calibrate_stand_in(Retriever(store, encoder, base), held_out)
     near_miss.update(stand_in)
+    base, order = calibrate_order(Retriever(store, encoder, base), held_out)
+    near_miss.update(order)
     if targets.get("library") == "sets seen once kept":
         # The group threshold too is fitted where the held-out rows' sets are groups (seen
         # once in the fit rows): otherwise almost no held-out row has its group to choose,

@@ -204,6 +204,8 @@ def fit_summary(fit: Mapping[str, Any]) -> str:
     if fit.get("router") is False:
         said.append("groups chosen by their words (the router off, group vector weight "
                     f"{fit.get('group_vector_weight')})")
+    if fit.get("referenced") is True:
+        said.append("a task joins the one before it only where it refers back to its result")
     # When and how long: an index that found the history unchanged keeps the fit it stored.
     when = ", ".join(str(part) for part in (
         fit.get("fitted_at"), f"{fit['seconds']} s" if "seconds" in fit else None) if part)

@@ -174,6 +174,14 @@ def test_index_says_when_the_router_was_turned_off() -> None:
     assert "router" not in fit_summary({"sample": 30, "history_rows": 250, "router": True})
 
 
+def test_index_says_when_tasks_are_joined_only_by_reference() -> None:
+    from skillgrove.runtime.commands import fit_summary
+
+    said = "a task joins the one before it only where it refers back to its result"
+    assert said in fit_summary({"sample": 70, "history_rows": 700, "referenced": True})
+    assert said not in fit_summary({"sample": 70, "history_rows": 700, "referenced": False})
+
+
 @pytest.mark.parametrize(("fit", "line"), [
     ({"sample": 3, "history_rows": 40, "kept": "defaults: 3 held-out rows, fewer than 30"},
      "retrieval settings: the defaults, from a history of 40 rows (defaults: 3 held-out rows, "

@@ -42,6 +42,14 @@ PARTS = [
       ("email the summary", "sequence")]),
     ("- fetch the report\n- summarize it for the board",
      [("fetch the report", "first"), ("summarize it for the board", "list")]),
+    # Ordinals and "once ..." move on to the next task too.
+    ("Firstly, detect pathogens in my wheat. Secondly, retrieve the library resource info.",
+     [("Firstly detect pathogens in my wheat", "first"),
+      ("retrieve the library resource info", "sequence")]),
+    ("Create the subnet. Once the subnet is created, retrieve the facility capacity.",
+     [("Create the subnet", "first"), ("Once the subnet is created", "sequence"),
+      ("retrieve the facility capacity", "list")]),
+    ("send me the report once a week", [("send me the report once a week", "first")]),
     ("帮我把这份PDF报告总结一下，然后把关键数字发邮件给团队",
      [("帮我把这份PDF报告总结一下", "first"), ("把关键数字发邮件给团队", "sequence")]),
 ]
@@ -84,6 +92,11 @@ PLANS = [
      {}, [("a", "b", "listed"), ("a", "c", "data flow")]),
     # Nothing known: no edges.
     (["a", "b"], {}, (), [], [], {}, []),
+    # A part no skill answers (a sentence of details) does not break the order written.
+    (["a", "b"], {"a": 0, "b": 2}, ("first", "list", "sequence"), [], [], {},
+     [("a", "b", "stated")]),
+    (["a", "b", "c"], {"a": 0, "b": 2, "c": 4}, ("first", "list", "list", "list", "list"), [],
+     [], {}, [("a", "b", "listed"), ("b", "c", "listed")]),
 ]
 
 
@@ -122,3 +135,23 @@ DATA_FLOW = [
 def test_data_flow_edges(contracts: dict[str, tuple[dict[str, str], dict[str, str]]],
                          expected: list[tuple[str, str]]) -> None:
     assert data_flow_edges(contracts) == expected
+
+
+def test_referenced_joins_only_a_task_that_refers_back() -> None:
+    """``referenced``: a task joins the one before it only by words referring back to its
+    result, found in the task's part or in the details after it that no skill answers."""
+    written = [Part("get the forecast for Lyon", Join.FIRST),
+               Part("set an alarm for 7", Join.SEQUENCE),
+               Part("email it to Ana", Join.SEQUENCE)]
+    plan = plan_edges(["a", "b", "c"], part_of={"a": 0, "b": 1, "c": 2}, parts=written,
+                      referenced=True)
+    assert plan.edges == (("b", "c"),)
+    assert plan_edges(["a", "b", "c"], part_of={"a": 0, "b": 1, "c": 2},
+                      parts=written).edges == (("a", "b"), ("b", "c"))
+    detailed = [Part("create the subnet", Join.FIRST),
+                Part("retrieve the facility capacity", Join.SEQUENCE),
+                Part("using the ID received from the previous response", Join.LIST),
+                Part("validate the insurance benefits", Join.SEQUENCE)]
+    plan = plan_edges(["a", "b", "c"], part_of={"a": 0, "b": 1, "c": 3}, parts=detailed,
+                      referenced=True)
+    assert plan.edges == (("a", "b"),) and plan.why[("a", "b")] == "stated"

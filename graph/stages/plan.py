@@ -20,8 +20,10 @@ from skillgrove.graph.planner import (
     Join,
     Part,
     data_flow_edges,
+    next_answered,
     plan_edges,
     request_parts,
+    sequenced,
     stated_order,
 )
 from skillgrove.graph.text import cjk_share
@@ -83,6 +85,12 @@ class PlanSettings:
     """Whether the planner orders a composed toolbox and turns a group's edge round when the
     request states the other order; off, a composed toolbox keeps only declared prerequisites
     and a group its learned order."""
+    referenced: bool = False
+    """Whether a part of the request is joined to the part before it only when it refers back
+    to an earlier result ("..., then email it", "for the same location", "the ID obtained
+    from the previous response"): where a library's runs record as edges only the data one
+    step takes from another, a task merely written after another runs on its own. Fitted on
+    history (``calibrate_order``); off, the order written joins them."""
     closure: int | None = 12
     """At most this many declared prerequisites join a selection (its dependency closure);
     None: off."""
@@ -406,7 +414,7 @@ class PlanRules:
                     observed[(edge.dst, edge.src)] = float(backward)
         plan = plan_edges(selected, part_of=part_of if len(parts) > 1 else None, parts=parts,
                           declared=declared, data_flow=data_flow_edges(contracts),
-                          observed=observed)
+                          observed=observed, referenced=self.settings.plan.referenced)
         if not plan.edges:
             return tuple(selected), (), ""
         kinds = list(dict.fromkeys(EVIDENCE_WORDS[plan.why[e]] for e in plan.edges))
@@ -434,10 +442,11 @@ class PlanRules:
         by_name = {name: sid for sid, name in names.items()}
         turned = []
         changed = False
+        after = next_answered(part_of.values())
         for a, b in group.edges:
             ia, ib = part_of.get(by_name.get(a, a)), part_of.get(by_name.get(b, b))
-            if ia is not None and ib is not None and ib + 1 == ia \
-                    and parts[ia].join is Join.SEQUENCE:
+            if ia is not None and ib is not None and after.get(ib) == ia \
+                    and sequenced(parts, ib, ia):
                 turned.append((b, a))
                 changed = True
             else:

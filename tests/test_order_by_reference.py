@@ -82,3 +82,15 @@ def test_too_few_rows_keep_the_default(retriever: Retriever) -> None:
                                                       False))
     assert not fitted.plan.referenced
     assert details == {"order_sample": MIN_CALIBRATION_ROWS - 1, "referenced": False}
+
+
+def test_the_reason_says_which_task_runs_on_its_own(retriever: Retriever) -> None:
+    judge = Retriever(retriever.store, retriever.encoder,
+                      retriever.settings.but(plan={"referenced": True}))
+    toolbox = judge.search("Get the weather forecast for Lyon. Then, email it to Ana. "
+                           "Finally, set an alarm for 7 am.")
+    names = {s.id: s.name for s in toolbox.skills}
+    assert {(names[a], names[b]) for a, b in toolbox.edges} == {
+        ("weather-forecast", "send-email")}
+    assert "composed: weather-forecast -> send-email, with set-alarm on its own, ordered by " \
+           "the order the request states" in toolbox.reason

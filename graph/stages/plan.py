@@ -418,9 +418,18 @@ class PlanRules:
         if not plan.edges:
             return tuple(selected), (), ""
         kinds = list(dict.fromkeys(EVIDENCE_WORDS[plan.why[e]] for e in plan.edges))
-        names = [record.name for sid in plan.order if (record := reads.node(sid)) is not None]
-        return plan.order, plan.edges, (f"composed: {' -> '.join(names)}, ordered by "
-                                        f"{_join_words(kinds)}")
+        joined = {sid for edge in plan.edges for sid in edge}
+
+        def named(ids: Iterable[str]) -> list[str]:
+            return [record.name for sid in ids if (record := reads.node(sid)) is not None]
+
+        # A skill no edge joins runs on its own: the arrows say so only of those that wait.
+        alone = named(sid for sid in plan.order if sid not in joined)
+        apart = (f", with {_join_words(alone)} on {'its' if len(alone) == 1 else 'their'} own"
+                 if alone else "")
+        return plan.order, plan.edges, (
+            f"composed: {' -> '.join(named(s for s in plan.order if s in joined))}{apart}, "
+            f"ordered by {_join_words(kinds)}")
 
     def _in_stated_order(self, request: str, group: GroupChoice, context: RequestContext,
                          k: int, weight: float | None) -> GroupChoice:

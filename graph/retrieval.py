@@ -222,9 +222,10 @@ class Retriever(GroupRules, PlanRules):
         elif group is None and fast is None and self.settings.plan.parts:
             several = self._several_tasks(as_kinds, context, k, weight, skills)
             if several is not None:
-                skills, tops, parts = several
-                answered = f"{len(tops)} skills answer them" if len(tops) > 1 else \
-                    "only one skill here answers any of them"
+                skills, tops, parts, missing = several
+                answered = (f"{len(tops)} skills answer them" if len(tops) > 1 else
+                            "only one skill here answers any of them" if missing else
+                            "one skill answers all of them")
                 reason = (reason + "; " if reason else "") + (
                     f"the request asks for {parts} things; {answered}")
         selected: tuple[str, ...]

@@ -94,3 +94,14 @@ def test_the_reason_says_which_task_runs_on_its_own(retriever: Retriever) -> Non
         ("weather-forecast", "send-email")}
     assert "composed: weather-forecast -> send-email, with set-alarm on its own, ordered by " \
            "the order the request states" in toolbox.reason
+
+
+def test_the_reason_tells_one_skill_for_every_task_from_tasks_without_one(
+        retriever: Retriever) -> None:
+    both = retriever.search("Get the weather forecast for Lyon. Then, get the weather forecast "
+                            "for Oslo.")
+    assert "the request asks for 2 things; one skill answers all of them" in both.reason
+    lacking = retriever.search("Get the weather forecast for Lyon, then translate it into "
+                               "German.")
+    assert "the request asks for 2 things; only one skill here answers any of them" in \
+        lacking.reason

@@ -245,11 +245,12 @@ class PlanRules:
 
     def _several_tasks(self, request: str, context: RequestContext, k: int,
                        weight: float | None, whole: Sequence[ScoredSkill],
-                       ) -> tuple[list[ScoredSkill], tuple[str, ...], int] | None:
+                       ) -> tuple[list[ScoredSkill], tuple[str, ...], int, int] | None:
         """A request that asks for several things ("get the quote, then create the admin";
         "the forecast, the current weather and the time zone") answered part by part, as
         (the ranking, the skills chosen for the parts in the order asked, the number of
-        parts); None unless two parts need skills of their own.
+        parts, the number of tasks no skill fits); None unless two parts need skills of
+        their own.
 
         Each task the request adds with a sequencing word gets its best skill (when that
         clears ``select_min``); a request without one keeps what its whole ranking selects.
@@ -269,6 +270,7 @@ class PlanRules:
         # selects stays, each skill answering the part that ranks it highest.
         segments = task_segments(parts)
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
+        missing = 0  # tasks no skill fits
         agreed = {s.id: s for s in whole[:self.settings.plan.part_whole_depth]}
         if len(segments) > 1:
             for segment, ranking in zip(segments, self._segment_rankings(
@@ -276,8 +278,10 @@ class PlanRules:
                 found = self._with_known_partner(ranking, list(chosen))
                 # A task no skill fits ("then translate it" where nothing translates) gets
                 # none: a skill matched by the task's few words alone is no answer to it.
-                if found is not None and found[1] >= self.settings.skills.minimum \
-                        and found[0].id not in chosen and self.fits(found[0]):
+                if found is None or found[1] < self.settings.skills.minimum \
+                        or not self.fits(found[0]):
+                    missing += 1
+                elif found[0].id not in chosen:
                     chosen[found[0].id] = segment[0]
         else:
             for sid in self.select(list(whole)):
@@ -334,7 +338,7 @@ class PlanRules:
             for listed in every:
                 if depth < len(listed) and listed[depth].id not in woven:
                     woven[listed[depth].id] = listed[depth]
-        return list(woven.values()), tops, len(rankings)
+        return list(woven.values()), tops, len(rankings), missing
 
     def _with_known_partner(self, ranking: Sequence[ScoredSkill], chosen: Sequence[str],
                             ) -> tuple[ScoredSkill, float] | None:

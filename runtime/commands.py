@@ -194,8 +194,14 @@ def fit_summary(fit: Mapping[str, Any]) -> str:
     if fit.get("from_run_log"):
         rows = f"{rows} ({fit['from_run_log']} from the run log)"
     if fit.get("skill_sample"):
+        support = ""
+        if "support_depth" in fit:
+            depth = fit["support_depth"]
+            support = (f", the group support rule on {fit.get('support_folds')} folds of them ("
+                       + ("off" if depth is None else f"a step among the first {depth} skills")
+                       + ")")
         return (f"retrieval settings: the selection floor {fit.get('select_min')} fitted on all "
-                f"{fit['skill_sample']} rows of the history, the rest {fit['kept']}")
+                f"{fit['skill_sample']} rows of the history{support}, the rest {fit['kept']}")
     if fit.get("kept"):
         return f"retrieval settings: the defaults, from a history of {rows} rows ({fit['kept']})"
     said = [f"group threshold {fit.get('threshold')}",

@@ -190,6 +190,12 @@ def test_index_says_when_tasks_are_joined_only_by_reference() -> None:
       "rows, fewer than 30", "skill_sample": 40, "select_min": 0.1},
      "retrieval settings: the selection floor 0.1 fitted on all 40 rows of the history, the "
      "rest defaults beyond the floor: 4 held-out rows, fewer than 30"),
+    ({"sample": 5, "history_rows": 50, "kept": "defaults beyond the floor and the support "
+      "rule: 5 held-out rows, fewer than 30", "skill_sample": 50, "select_min": 0.1,
+      "support_depth": None, "support_folds": 5},
+     "retrieval settings: the selection floor 0.1 fitted on all 50 rows of the history, the "
+     "group support rule on 5 folds of them (off), the rest defaults beyond the floor and the "
+     "support rule: 5 held-out rows, fewer than 30"),
     ({"sample": 104, "history_rows": 1046, "threshold": 0.0, "skill_vector_weight": 0.5,
       "select_ratio": 0.7, "select_min": 0.25, "seconds": 22.5,
       "fitted_at": "2026-12-05 13:05 UTC"},

@@ -941,11 +941,12 @@ def fit_settings(build: Callable[[str, Sequence[HistoryRow], int], GraphStore],
     library's skills with the groups those rows give, indexed) answers the held-out requests,
     and each stage's settings are chosen by the set F1 of those answers, in turn: the
     single-skill weights and cut, the choice among groups (final steps, siblings), the
-    near-miss and stand-in margins, then the group threshold and the rules that let skills
-    replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a history under 100
-    rows) fit only the selection floor (``skills.minimum``), on every row when there are
-    ``MIN_CALIBRATION_ROWS`` of them (the ranking it cuts learns nothing from history, so no
-    row need be held out); the rest of ``base`` stays, and the details say so."""
+    near-miss and stand-in margins, the order of tasks, then the group threshold and the rules
+    that let skills replace a group. Fewer than ``MIN_CALIBRATION_ROWS`` held-out rows (a
+    history under 100 rows) fit only the selection floor (``skills.minimum``), on every row
+    when there are ``MIN_CALIBRATION_ROWS`` of them (the ranking it cuts learns nothing from
+    history, so no row need be held out), and the group support rule by folds
+    (:func:`calibrate_support_folds`); the rest of ``base`` stays, and the details say so."""
     fit_rows, held_out = split_history(history)
     if len(held_out) < MIN_CALIBRATION_ROWS:
         kept = {"sample": len(held_out), "history_rows": len(history),

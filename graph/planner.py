@@ -18,6 +18,11 @@ skills, strongest first, and an edge that would close a cycle with stronger ones
 
 Skills that none of these joins but that answer consecutive parts of a request listing them
 ("A, B and C") are chained in the order listed: a toolbox composed in the order asked.
+"Consecutive" counts the parts a skill answers: a sentence of details between two tasks does
+not break the order. Where a library's runs record only the data one step takes from another
+(``referenced``, fitted on its history), the words of a request join a task to the one before
+it only when it refers back to that result ("then email it"); a task merely written after
+another runs on its own.
 
 >>> [p.text for p in request_parts("get the forecast for Lyon, then email it to Ana")]
 ['get the forecast for Lyon', 'email it to Ana']

@@ -213,9 +213,9 @@ def plan_edges(selected: Sequence[str], *, part_of: Mapping[str, int] | None = N
             # (or, ``referenced``, b's part refers back to what came before).
             if after.get(i) != j:
                 continue
-            if (refers_back(parts[j:after.get(j, len(parts))]) if referenced
-                    else sequenced(parts, i, j)):
-                add((a, b), "stated" if sequenced(parts, i, j) else "listed", 800)
+            said = sequenced(parts, i, j)
+            if refers_back(parts[j:after.get(j, len(parts))]) if referenced else said:
+                add((a, b), "stated" if said else "listed", 800)
     for edge in data_flow:
         add(edge, "data flow", 600)
     for (a, b), count in (observed or {}).items():

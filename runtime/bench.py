@@ -579,18 +579,22 @@ def calibrate_order(retriever: Retriever, held_out: Sequence[HistoryRow],
     rows = [r for r in held_out
             if len(set(r.skills)) > 1 and len(request_parts(r.request)) > 1]
 
-    def edge_scores(referenced: bool) -> list[float | None]:
+    def edge_scores(referenced: bool, asked: Sequence[HistoryRow]) -> list[float | None]:
         judge = Retriever(retriever.store, retriever.encoder,
                           config.but(plan={"referenced": referenced}))
         out: list[float | None] = []
-        for row in rows:
+        for row in asked:
             toolbox = judge.search(row.request)
             out.append(None if toolbox.group is not None
                        else f1(set(toolbox.edges), set(row.edges)))
         return out
 
-    pairs = [(w, r) for w, r in zip(edge_scores(False), edge_scores(True), strict=True)
-             if w is not None and r is not None]
+    # The setting orders composed toolboxes only: a row a group answers is asked once.
+    composed: list[tuple[HistoryRow, float]] = [
+        (row, score) for row, score in zip(rows, edge_scores(False, rows), strict=True)
+        if score is not None]
+    referring = edge_scores(True, [row for row, _ in composed])
+    pairs = [(w, r) for (_, w), r in zip(composed, referring, strict=True) if r is not None]
     details: dict[str, Any] = {"order_sample": len(pairs)}
     if len(pairs) < MIN_CALIBRATION_ROWS:
         return config, {**details, "referenced": config.plan.referenced}

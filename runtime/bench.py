@@ -593,8 +593,8 @@ def calibrate_order(retriever: Retriever, held_out: Sequence[HistoryRow],
     composed: list[tuple[HistoryRow, float]] = [
         (row, score) for row, score in zip(rows, edge_scores(False, rows), strict=True)
         if score is not None]
-    referring = edge_scores(True, [row for row, _ in composed])
-    pairs = [(w, r) for (_, w), r in zip(composed, referring, strict=True) if r is not None]
+    second = edge_scores(True, [row for row, _ in composed])
+    pairs = [(w, r) for (_, w), r in zip(composed, second, strict=True) if r is not None]
     details: dict[str, Any] = {"order_sample": len(pairs)}
     if len(pairs) < MIN_CALIBRATION_ROWS:
         return config, {**details, "referenced": config.plan.referenced}

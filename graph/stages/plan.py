@@ -272,9 +272,11 @@ class PlanRules:
         chosen: dict[str, int] = {}  # skill id -> the part it answers (0-based)
         missing = 0  # tasks no skill fits
         agreed = {s.id: s for s in whole[:self.settings.plan.part_whole_depth]}
+        segment_rankings: list[Sequence[ScoredSkill]] = []
         if len(segments) > 1:
-            for segment, ranking in zip(segments, self._segment_rankings(
-                    request, segments, rankings, context, k, weight), strict=True):
+            segment_rankings = list(self._segment_rankings(
+                request, segments, rankings, context, k, weight))
+            for segment, ranking in zip(segments, segment_rankings, strict=True):
                 found = self._with_known_partner(ranking, list(chosen))
                 # A task no skill fits ("then translate it" where nothing translates) gets
                 # none: a skill matched by the task's few words alone is no answer to it.
@@ -325,7 +327,8 @@ class PlanRules:
             return None
         tops = tuple(sorted(chosen, key=lambda sid: chosen[sid]))
         by_id = {s.id: s for s in whole}
-        for ranking in rankings:
+        # A task of several parts is ranked as one text: its pick may be in no part's list.
+        for ranking in [*rankings, *segment_rankings]:
             for item in ranking:
                 by_id.setdefault(item.id, item)
         woven: dict[str, ScoredSkill] = {}

@@ -1,0 +1,45 @@
+"""A task stated over several sentences is ranked as one text, and the skill it gets may be in
+no single sentence's ranking nor the whole request's: the toolbox still holds it.
+
+Found on Sealtools-in with ``search -k 1``: "operate a robot and perform maintenance on an
+aircraft. Check the robot's obstacle distance and make it pick an item. Then, ..." picked
+``performRobotTask`` for its first task, a skill only that task's joined text ranks first, and
+the search stopped with a KeyError."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from skillgrove.graph.embedded import EmbeddedStore
+from skillgrove.graph.retrieval import Retriever
+from skillgrove.runtime import bench
+
+SEALTOOLS = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "sealtools-in"
+REQUEST = ("Please help me to operate a robot and perform maintenance on an aircraft. Check the "
+           "robot's obstacle distance and make it pick an item. Then, perform a maintenance task "
+           "on aircraft ABC123 with task ID 123456. The task is completed and the engine part XYZ "
+           "has been replaced.")
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_a_task_s_skill_found_only_by_its_joined_text_is_answered(
+        k: int, tmp_path: Path, encoder: object) -> None:
+    if not SEALTOOLS.is_dir():
+        pytest.skip(f"{SEALTOOLS} is missing")
+    full = bench.read_dataset(SEALTOOLS)
+    words = ("robot", "maintenance", "aircraft", "obstacle", "pick")
+    skills = tuple(s for s in full.skills if any(w in str(s["name"]) for w in words))
+    dataset = replace(full, skills=skills, history=(), queries=full.queries[:1])
+    store, _, _ = bench._build(dataset, tmp_path / "flat", "flat", None, encoder,  # type: ignore[arg-type]
+                               lambda folder: EmbeddedStore(folder / "graph.sqlite"))
+    try:
+        toolbox = Retriever(store, encoder).search(REQUEST, k=k)  # type: ignore[arg-type]
+    finally:
+        store.close()
+    ranked = {s.id for s in toolbox.skills}
+    assert len(toolbox.selected) >= 2
+    assert set(toolbox.selected) <= ranked
+    assert "performMaintenanceTask" in toolbox.selected

@@ -73,7 +73,8 @@ def read_jsonl(path: Path, required: Mapping[str, type | tuple[type, ...]]) -> l
     """Read a JSON-lines file, checking each object's required keys and their types."""
     rows: list[dict[str, Any]] = []
     try:
-        handle = path.open(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (a file saved by Notepad or Excel) is read as nothing.
+        handle = path.open(encoding="utf-8-sig")
     except OSError as exc:
         raise HistoryError(f"{path}: cannot read: {exc.strerror}") from exc
     with handle:

@@ -30,12 +30,14 @@ import hashlib
 import json
 import math
 import random
+import re
 import statistics
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,7 @@ from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps, Settings, Sibl
 from skillgrove.graph.stages.groups import weigh_final_steps
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
-from skillgrove.skills.loader import LoadOptions
+from skillgrove.skills.loader import LoadOptions, contract_problem, valid_skill_id
 
 KS = (3, 5, 10)
 
@@ -80,6 +82,20 @@ class Dataset:
     queries: tuple[Query, ...]
 
 
+def library_id(dataset_id: object) -> str:
+    """The id a data set's skill has in the library: its own where a skill id may be that
+    (``valid_skill_id``), else one made of it (its letters and digits, and a digest that keeps
+    two ids apart). A data set may name its operations ``GET /movie/{id}`` or ``工具1``; a
+    library id may not, and a skill whose id the loader refuses gets another, which no gold
+    label would name. Applied to every id the data set holds, so labels and skills agree."""
+    text = str(dataset_id)
+    if valid_skill_id(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    stem = re.sub(r"[^A-Za-z0-9._:-]+", "-", text).strip("-._:")[:100]
+    return f"{stem}-{digest}" if stem else f"id-{digest}"
+
+
 def read_dataset(folder: Path) -> Dataset:
     if not folder.is_dir():
         raise HistoryError(f"{folder}: not a folder (expected skills.jsonl, history.jsonl, "
@@ -93,17 +109,99 @@ def read_dataset(folder: Path) -> Dataset:
             raise HistoryError(f"{folder / 'skills.jsonl'}:{number}: id '{key}' repeats line "
                                f"{seen[key]}")
         seen[key] = number
-    history = read_history(folder / "history.jsonl")
+    skills = [{**s, "id": library_id(s["id"]),
+               **({"depends_on": [library_id(d) for d in s["depends_on"]]}
+                  if isinstance(s.get("depends_on"), list) else {})} for s in skills]
+    history = [replace(r, skills=tuple(library_id(s) for s in r.skills),
+                       edges=tuple((library_id(a), library_id(b)) for a, b in r.edges))
+               for r in read_history(folder / "history.jsonl")]
     raw = read_jsonl(folder / "queries.jsonl",
                      {"id": (str, int), "request": str, "gold_skills": list})
-    queries = tuple(Query(str(q["id"]), q["request"], tuple(str(s) for s in q["gold_skills"]),
-                          tuple((str(a), str(b)) for a, b in (q.get("gold_edges") or [])))
+    queries = tuple(Query(str(q["id"]), q["request"],
+                          tuple(library_id(s) for s in q["gold_skills"]),
+                          tuple((library_id(a), library_id(b))
+                                for a, b in (q.get("gold_edges") or [])))
                     for q in raw)
     return Dataset(folder.resolve().name, tuple(skills), tuple(history), queries)
 
 
 def _yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # JSON strings are valid YAML scalars
+
+
+_TYPE_NAMES = {"str": "string", "text": "string", "int": "integer", "long": "integer",
+               "float": "number", "double": "number", "decimal": "number", "bool": "boolean",
+               "dict": "object", "map": "object", "list": "array", "tuple": "array",
+               "none": "null"}
+"""Type names other tool formats use, by JSON Schema's (``"STRING"``, ``"int"``, ``"dict"``)."""
+
+
+def _retyped(value: Any) -> Any:
+    """``value`` with every ``type`` spelled as JSON Schema spells it."""
+    if isinstance(value, list):
+        return [_retyped(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _retyped(v) for k, v in value.items()}
+    kind = value.get("type")
+    if isinstance(kind, str):
+        out["type"] = _TYPE_NAMES.get(kind.lower(), kind.lower())
+    elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        out["type"] = [_TYPE_NAMES.get(k.lower(), k.lower()) for k in kind]
+    return out
+
+
+@lru_cache(maxsize=16384)
+def _contract(key: str, text: str) -> tuple[str | None, str]:
+    """(the JSON of a schema the loader accepts, or None; "kept", "retyped" or "left out")."""
+    schema = json.loads(text)
+    if contract_problem(key, schema) is None:
+        return text, "kept"
+    retyped = _retyped(schema)
+    if retyped != schema and contract_problem(key, retyped) is None:
+        return json.dumps(retyped, ensure_ascii=False), "retyped"
+    return None, "left out"
+
+
+def usable_contracts(dataset: Dataset) -> tuple[dict[str, tuple[Any, Any]], Counter[str]]:
+    """Each skill's (inputs, outputs) as the library gets them, and how many were retyped or
+    left out. A skill whose declared contract the loader refuses would not load at all, and
+    its queries could never be answered: a contract spelling its types as another tool format
+    does (``"STRING"``) is retyped; one still refused is left out of the frontmatter (its text
+    stays in the body, where retrieval reads it)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    counts: Counter[str] = Counter()
+    for skill in dataset.skills:
+        pair: list[Any] = []
+        for key in ("inputs", "outputs"):
+            value = skill.get(key)
+            if value is None or value == {}:
+                pair.append(None)
+                continue
+            text, fate = _contract(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+            counts[fate] += 1
+            pair.append(None if text is None else json.loads(text))
+        out[str(skill["id"])] = (pair[0], pair[1])
+    return out, counts
+
+
+def _folders(dataset: Dataset) -> dict[str, str]:
+    """A folder name for each skill id: its name where that is a safe, unused folder name,
+    else the name with anything a path cannot hold replaced and a number added (a data set
+    may repeat a name or write ``a/b``; neither may overwrite or escape)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for skill in dataset.skills:
+        name = str(skill["name"])
+        base = name if re.fullmatch(r"\w[\w.-]{0,99}", name) else \
+            re.sub(r"[^\w.-]+", "-", name).strip(".-")[:100] or "skill"
+        folder, number = base, 1
+        while folder.lower() in used:
+            number += 1
+            folder = f"{base}-{number}"
+        used.add(folder.lower())
+        out[str(skill["id"])] = folder
+    return out
 
 
 def write_library(dataset: Dataset, root: Path, mode: str,
@@ -117,8 +215,10 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     if min_support is None:
         min_support = draft_support(len(history))
     names = {str(s["id"]): s["name"] for s in dataset.skills}
+    contracts, _ = usable_contracts(dataset)
+    folders = _folders(dataset)
     for skill in dataset.skills:
-        folder = root / "skills" / skill["name"]
+        folder = root / "skills" / folders[str(skill["id"])]
         folder.mkdir(parents=True, exist_ok=True)
         tags = skill.get("tags") or []
         lines = ["---", f"name: {_yaml_string(skill['name'])}",
@@ -127,21 +227,21 @@ def write_library(dataset: Dataset, root: Path, mode: str,
             lines.append(f"tags: {json.dumps([str(t) for t in tags], ensure_ascii=False)}")
         # The optional contract fields are part of the skill as its author declared them
         # (JSON is valid YAML); prerequisites are named, as a SKILL.md names other skills.
-        for key in ("inputs", "outputs"):
-            if isinstance(skill.get(key), dict) and skill[key]:
-                lines.append(f"{key}: {json.dumps(skill[key], ensure_ascii=False)}")
+        refused = []
+        for key, usable in zip(("inputs", "outputs"), contracts[str(skill["id"])], strict=True):
+            if usable is not None:
+                lines.append(f"{key}: {json.dumps(usable, ensure_ascii=False)}")
+            elif skill.get(key) not in (None, {}):
+                refused.append(f"{key}: {json.dumps(skill[key], ensure_ascii=False)}")
         depends = [names.get(str(d), str(d)) for d in skill.get("depends_on") or []]
         if depends:
             lines.append(f"depends_on: {json.dumps(depends, ensure_ascii=False)}")
-        lines += ["---", str(skill.get("body") or ""), ""]
+        lines += ["---", *refused, str(skill.get("body") or ""), ""]
         (folder / "SKILL.md").write_text("\n".join(lines), encoding="utf-8")
         (folder / ".skill_id").write_text(str(skill["id"]) + "\n", encoding="utf-8")
     if mode != "groups":
         return root, None, 0
     descriptions = {str(s["id"]): s["description"] for s in dataset.skills}
-    contracts = {str(s["id"]): (s.get("inputs") if isinstance(s.get("inputs"), dict) else None,
-                                s.get("outputs") if isinstance(s.get("outputs"), dict) else None)
-                 for s in dataset.skills}
     count = write_mined_groups(history, names, descriptions, contracts, root / "groups",
                                min_support)
     return root, co_use_weights(history), count
@@ -1083,6 +1183,14 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         query_encoder = _TimedEncoder(getattr(encoder, "encoder", encoder))
         retriever = Retriever(store, query_encoder, base)
         details.update(skills=len(library.skills), groups=group_count)
+        if len(library.skills) != len(dataset.skills):
+            details["skills_in_file"] = len(dataset.skills)
+        _, fates = usable_contracts(dataset)
+        if fates["retyped"] or fates["left out"]:
+            details["contracts"] = {"retyped": fates["retyped"], "left_out": fates["left out"]}
+            say(f"{fates['retyped']} declared contracts retyped to JSON Schema's type names, "
+                f"{fates['left out']} left out of the frontmatter (kept in the body as text): "
+                "the loader refuses them")
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         group_sets = [frozenset(g.skills) for g in library.groups.values()]
         names_to_ids = {s.name: s.id for s in library.skills.values()}

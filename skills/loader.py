@@ -61,6 +61,13 @@ DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 COMPANION_MAX_BYTES = limits.COMPANION_MAX_BYTES
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def valid_skill_id(text: str) -> bool:
+    """Whether ``text`` can be a skill's id (``.skill_id``): a letter or digit, then at most 127
+    letters, digits, dots, underscores, colons and hyphens."""
+    return bool(_ID_PATTERN.match(text))
+
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 
 SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
@@ -724,6 +731,15 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
                 out.error("default-type", f"{key}.{name}: default {_short_repr(prop['default'])} "
                           f"does not fit its schema: {check.problems[0]}", at=at)
     return schema
+
+
+def contract_problem(key: str, schema: Any) -> str | None:
+    """Why ``schema`` would keep a skill declaring it as its ``key`` (``inputs`` or
+    ``outputs``) from loading, or None: the checks :func:`load_skill` makes, for a caller that
+    writes skills (the benchmark harness)."""
+    out = _Collector(Path(key))
+    _schema_field({key: schema}, key, out)
+    return next((d.message for d in out.items if d.is_error), None)
 
 
 # -- JSON Schema, used safely ---------------------------------------------------------------

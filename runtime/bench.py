@@ -101,7 +101,7 @@ def read_dataset(folder: Path) -> Dataset:
         raise HistoryError(f"{folder}: not a folder (expected skills.jsonl, history.jsonl, "
                            "queries.jsonl)")
     skills = read_jsonl(folder / "skills.jsonl",
-                        {"id": (str, int), "name": str, "description": str})
+                        {"id": (str, int), "name": str, "description": (str, type(None))})
     seen: dict[str, int] = {}
     for number, skill in enumerate(skills, 1):
         key = str(skill["id"])
@@ -109,7 +109,7 @@ def read_dataset(folder: Path) -> Dataset:
             raise HistoryError(f"{folder / 'skills.jsonl'}:{number}: id '{key}' repeats line "
                                f"{seen[key]}")
         seen[key] = number
-    skills = [{**s, "id": library_id(s["id"]),
+    skills = [{**s, "id": library_id(s["id"]), "name": s["name"].strip() or library_id(s["id"]),
                **({"depends_on": [library_id(d) for d in s["depends_on"]]}
                   if isinstance(s.get("depends_on"), list) else {})} for s in skills]
     history = [replace(r, skills=tuple(library_id(s) for s in r.skills),
@@ -221,6 +221,7 @@ def write_library(dataset: Dataset, root: Path, mode: str,
         folder = root / "skills" / folders[str(skill["id"])]
         folder.mkdir(parents=True, exist_ok=True)
         tags = skill.get("tags") or []
+        tags = [tags] if isinstance(tags, str) else tags if isinstance(tags, list) else []
         lines = ["---", f"name: {_yaml_string(skill['name'])}",
                  f"description: {_yaml_string(skill['description'] or skill['name'])}"]
         if tags:
@@ -241,7 +242,7 @@ def write_library(dataset: Dataset, root: Path, mode: str,
         (folder / ".skill_id").write_text(str(skill["id"]) + "\n", encoding="utf-8")
     if mode != "groups":
         return root, None, 0
-    descriptions = {str(s["id"]): s["description"] for s in dataset.skills}
+    descriptions = {str(s["id"]): s["description"] or "" for s in dataset.skills}
     count = write_mined_groups(history, names, descriptions, contracts, root / "groups",
                                min_support)
     return root, co_use_weights(history), count

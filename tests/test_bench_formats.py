@@ -99,16 +99,23 @@ def test_a_contract_in_another_format_s_type_names_loads_retyped(tmp_path: Path)
     assert bench.usable_contracts(dataset)[1] == {"retyped": 1, "left out": 2}
 
 
-def test_names_that_repeat_or_hold_a_path_get_folders_of_their_own(tmp_path: Path) -> None:
+def test_names_that_repeat_or_hold_a_path_and_null_fields_cost_no_skill(tmp_path: Path) -> None:
     dataset = _dataset(tmp_path, [
         {"id": "a", "name": "lookup", "description": "Look up a word"},
         {"id": "b", "name": "lookup", "description": "Look up a place"},
         {"id": "c", "name": "../../outside", "description": "Escape the library"},
-        {"id": "d", "name": "", "description": "No name at all"}], prefix="\ufeff")
+        {"id": "d", "name": "", "description": "No name at all"},
+        {"id": "e", "name": "nulls", "description": None, "tags": "one tag", "body": None}],
+        prefix="\ufeff")
     root, _, _ = bench.write_library(dataset, tmp_path / "lib", "flat")
     written = sorted(p.parent.name for p in (root / "skills").glob("*/SKILL.md"))
-    assert written == ["lookup", "lookup-2", "outside", "skill"]
+    assert written == ["d", "lookup", "lookup-2", "nulls", "outside"]
+    library = load_library([root], LoadOptions())
+    assert not library.errors, [e.format() for e in library.errors]
+    # Every skill is indexed under its id; the second "lookup" is a same-named copy.
+    assert set(library.catalog.by_id()) == {"a", "b", "c", "d", "e"}
+    assert [s.tags for s in library.skills.values() if s.name == "nulls"] == [("one tag",)]
     assert not (tmp_path / "outside").exists()
     ids = {p.parent.name: (p.parent / ".skill_id").read_text().strip()
            for p in (root / "skills").glob("*/SKILL.md")}
-    assert ids == {"lookup": "a", "lookup-2": "b", "outside": "c", "skill": "d"}
+    assert ids == {"lookup": "a", "lookup-2": "b", "outside": "c", "d": "d", "nulls": "e"}

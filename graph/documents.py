@@ -23,7 +23,14 @@ GROUP_PREFIX = "group:"
 
 
 def words(name: str) -> str:
-    return re.sub(r"[-_./]+", " ", name).strip()
+    """A name as the words it is made of: separators and camelCase read as spaces
+    (``get-current-time``, ``GET_CURRENT_TIME`` and ``getCurrentTime`` all give three).
+
+    >>> words("getHTTPStatus_code")
+    'get HTTP Status code'
+    """
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
+    return re.sub(r"[-_./\s]+", " ", spaced).strip()
 
 
 def _contract(schema: Mapping[str, Any] | None) -> str:

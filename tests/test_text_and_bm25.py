@@ -54,3 +54,14 @@ def test_top_and_max_score() -> None:
     top = index.top(tokenize("email"), 3)
     assert [i for i, _ in top] == [0, 2]
     assert all(0 < score <= index.max_score(tokenize("email")) for _, score in top)
+
+
+@pytest.mark.parametrize("name", ["get-current-time", "GET_CURRENT_TIME", "getCurrentTime",
+                                  "Get Current Time", "get.current/time"])
+def test_a_name_reads_as_its_words_however_it_is_joined(name: str) -> None:
+    # A data set of API operations names them as its source does (``getCurrentTime``); a
+    # request says "the current time". Read as one token, the name matched nothing.
+    from skillgrove.graph.documents import words
+
+    assert tokenize(words(name)) == ["get", "current", "time"]
+    assert words("getHTTPStatus_code") == "get HTTP Status code"

@@ -178,9 +178,10 @@ def usable_contracts(dataset: Dataset) -> tuple[dict[str, tuple[Any, Any]], Coun
             if value is None or value == {}:
                 pair.append(None)
                 continue
-            text, fate = _contract(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+            # Written as declared: the order of its properties is the order of its inputs.
+            text, fate = _contract(key, json.dumps(value, ensure_ascii=False))
             counts[fate] += 1
-            pair.append(None if text is None else json.loads(text))
+            pair.append(value if fate == "kept" else None if text is None else json.loads(text))
         out[str(skill["id"])] = (pair[0], pair[1])
     return out, counts
 

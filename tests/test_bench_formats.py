@@ -99,6 +99,22 @@ def test_a_contract_in_another_format_s_type_names_loads_retyped(tmp_path: Path)
     assert bench.usable_contracts(dataset)[1] == {"retyped": 1, "left out": 2}
 
 
+def test_a_contract_the_loader_accepts_is_written_as_declared(tmp_path: Path) -> None:
+    # The order of the properties is the order of the inputs (a draft binds, and retrieval
+    # reads, in that order): sorting them cost ToolLinkOS with hidden sets 4 points.
+    dataset = _dataset(tmp_path, [
+        {"id": "a", "name": "book-table", "description": "Book a table",
+         "inputs": {"type": "object", "properties": {"time": {"type": "string"},
+                                                     "party": {"type": "integer"},
+                                                     "date": {"type": "string"}},
+                    "required": ["time", "date"]}}])
+    root, _, _ = bench.write_library(dataset, tmp_path / "lib", "flat")
+    skill = next(iter(load_library([root], LoadOptions()).skills.values()))
+    assert skill.inputs is not None
+    assert list(skill.inputs["properties"]) == ["time", "party", "date"]
+    assert skill.inputs["required"] == ["time", "date"]
+
+
 def test_names_that_repeat_or_hold_a_path_and_null_fields_cost_no_skill(tmp_path: Path) -> None:
     dataset = _dataset(tmp_path, [
         {"id": "a", "name": "lookup", "description": "Look up a word"},

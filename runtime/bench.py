@@ -61,7 +61,12 @@ from skillgrove.graph.stages import DEFAULT_SETTINGS, FinalSteps, Settings, Sibl
 from skillgrove.graph.stages.groups import weigh_final_steps
 from skillgrove.graph.store import GraphStore
 from skillgrove.groups.library import Library, load_library
-from skillgrove.skills.loader import LoadOptions, contract_problem, valid_skill_id
+from skillgrove.skills.loader import (
+    LoadOptions,
+    contract_problem,
+    json_schema_types,
+    valid_skill_id,
+)
 
 KS = (3, 5, 10)
 
@@ -129,35 +134,13 @@ def _yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # JSON strings are valid YAML scalars
 
 
-_TYPE_NAMES = {"str": "string", "text": "string", "int": "integer", "long": "integer",
-               "float": "number", "double": "number", "decimal": "number", "bool": "boolean",
-               "dict": "object", "map": "object", "list": "array", "tuple": "array",
-               "none": "null"}
-"""Type names other tool formats use, by JSON Schema's (``"STRING"``, ``"int"``, ``"dict"``)."""
-
-
-def _retyped(value: Any) -> Any:
-    """``value`` with every ``type`` spelled as JSON Schema spells it."""
-    if isinstance(value, list):
-        return [_retyped(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {k: _retyped(v) for k, v in value.items()}
-    kind = value.get("type")
-    if isinstance(kind, str):
-        out["type"] = _TYPE_NAMES.get(kind.lower(), kind.lower())
-    elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
-        out["type"] = [_TYPE_NAMES.get(k.lower(), k.lower()) for k in kind]
-    return out
-
-
 @lru_cache(maxsize=16384)
 def _contract(key: str, text: str) -> tuple[str | None, str]:
     """(the JSON of a schema the loader accepts, or None; "kept", "retyped" or "left out")."""
     schema = json.loads(text)
     if contract_problem(key, schema) is None:
         return text, "kept"
-    retyped = _retyped(schema)
+    retyped = json_schema_types(schema)
     if retyped != schema and contract_problem(key, retyped) is None:
         return json.dumps(retyped, ensure_ascii=False), "retyped"
     return None, "left out"

@@ -705,7 +705,8 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         where = (key, *[p for p in exc.absolute_path if isinstance(p, str | int)])
-        out.error("schema-invalid", f"'{key}' is not a valid JSON Schema: {exc.message}", at=where)
+        out.error("schema-invalid", f"'{key}' is not a valid JSON Schema: {exc.message}", at=where,
+                  hint=_type_hint(schema))
         return None
     problems = schema_problems(schema)
     for where, message in problems:
@@ -731,6 +732,57 @@ def _schema_field(data: Mapping[str, Any], key: str, out: _Collector) -> dict[st
                 out.error("default-type", f"{key}.{name}: default {_short_repr(prop['default'])} "
                           f"does not fit its schema: {check.problems[0]}", at=at)
     return schema
+
+
+TYPE_ALIASES = {"str": "string", "text": "string", "int": "integer", "long": "integer",
+                "float": "number", "double": "number", "decimal": "number", "bool": "boolean",
+                "dict": "object", "map": "object", "list": "array", "tuple": "array",
+                "none": "null"}
+"""Type names other tool formats use (``"STRING"``, ``"int"``, ``"dict"``), by JSON Schema's."""
+
+
+def json_schema_types(value: Any) -> Any:
+    """``value`` (a schema) with every ``type`` spelled as JSON Schema spells it."""
+    if isinstance(value, list):
+        return [json_schema_types(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: json_schema_types(v) for k, v in value.items()}
+    kind = value.get("type")
+    if isinstance(kind, str):
+        out["type"] = TYPE_ALIASES.get(kind.lower(), kind.lower())
+    elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        out["type"] = [TYPE_ALIASES.get(k.lower(), k.lower()) for k in kind]
+    return out
+
+
+def _type_hint(schema: Any) -> str | None:
+    """How to fix a schema refused only for its type names, or None."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    fixed = json_schema_types(schema)
+    if fixed == schema:
+        return None
+    try:
+        Draft202012Validator.check_schema(fixed)
+    except SchemaError:
+        return None
+    wrong = sorted(_type_names(schema) - set(TYPE_ALIASES.values()))
+    said = ", ".join(f"'{json_schema_types({'type': w})['type']}' for '{w}'" for w in wrong)
+    return ("JSON Schema's types are string, integer, number, boolean, object, array and "
+            f"null: write {said}")
+
+
+def _type_names(value: Any) -> set[str]:
+    if isinstance(value, list):
+        return {n for v in value for n in _type_names(v)}
+    if not isinstance(value, dict):
+        return set()
+    found = {n for v in value.values() for n in _type_names(v)}
+    kind = value.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    return found | {k for k in kinds if isinstance(k, str)}
 
 
 def contract_problem(key: str, schema: Any) -> str | None:

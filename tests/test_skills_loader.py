@@ -119,6 +119,23 @@ def test_rejections_name_rule_and_position(tmp_path: Path, case: str, text: str,
     assert fragment in errors[0].message
 
 
+def test_a_schema_in_another_format_s_type_names_says_how_to_write_them(tmp_path: Path) -> None:
+    # OpenAPI as Gemini declares functions, and Python-minded authors: the types are there,
+    # spelled otherwise, and the fix is one word each.
+    text = ("---\nname: hello\ndescription: Say hello.\ninputs:\n  type: OBJECT\n"
+            "  properties:\n    who: {type: STRING}\n    times: {type: int}\n---\n")
+    result = load(tmp_path, text)
+    assert result.skill is None
+    [error] = [d for d in result.diagnostics if d.is_error]
+    assert error.rule == "schema-invalid"
+    assert error.hint is not None
+    assert "'string' for 'STRING'" in error.hint and "'integer' for 'int'" in error.hint
+    assert "'object' for 'OBJECT'" in error.hint
+    # A schema wrong otherwise gets no such hint.
+    wrong = load(tmp_path / "other", text.replace("type: int", "type: whole-number"))
+    assert [d.hint for d in wrong.diagnostics if d.is_error] == [None]
+
+
 def test_warnings_do_not_reject(tmp_path: Path) -> None:
     text = ("---\nname: Hello World\ndescription: " + "d" * 1100
             + "\ncategory: fun\ndecription: typo\n---\nbody\n")

@@ -12,6 +12,8 @@ The rewrites, each alone and then all together:
 - ``ids``: every id made one no skill id may be: ``GET /x/{id}``, a space, a slash, CJK
   characters, a leading hyphen, a ``#``, 200 characters (labels rewritten alike);
 - ``names``: names camelCased, in UPPER_SNAKE or spaced Title Case;
+- ``repeated names``: every fifth skill named as the one before it (two operations called
+  ``search``), against FORMAT.md's unique names;
 - ``contracts``: declared types in another format's names (``STRING``, ``int``), and one
   contract in nine the loader refuses (a list of properties, an unknown type);
 - ``nulls``: null descriptions and bodies, a tags string, a byte-order mark and CRLF lines.
@@ -125,8 +127,16 @@ def nulls(rows: Rows) -> Rows:
     return {**rows, "skills": skills, "_bom": []}
 
 
+def repeated_names(rows: Rows) -> Rows:
+    skills = [dict(s) for s in rows["skills"]]
+    for n in range(4, len(skills), 5):
+        skills[n]["name"] = skills[n - 1]["name"]
+    return {**rows, "skills": skills}
+
+
 REWRITES: dict[str, Callable[[Rows], Rows]] = {
-    "ids": odd_ids, "names": names, "contracts": contracts, "nulls": nulls}
+    "ids": odd_ids, "names": names, "repeated names": repeated_names, "contracts": contracts,
+    "nulls": nulls}
 
 
 def write(rows: Rows, folder: Path) -> Path:

@@ -43,3 +43,29 @@ def test_a_task_s_skill_found_only_by_its_joined_text_is_answered(
     assert len(toolbox.selected) >= 2
     assert set(toolbox.selected) <= ranked
     assert "performMaintenanceTask" in toolbox.selected
+
+
+TOOLLINKOS = SEALTOOLS.parent / "toollinkos"
+
+
+def test_a_part_whose_skill_is_a_same_named_copy_gets_the_skill_that_answers_for_it(
+        tmp_path: Path, encoder: object) -> None:
+    # Two skills of one name: the selection names the one that answers for it (the other is
+    # shadowed), which the parts' rankings may not hold. It stopped the search with a KeyError
+    # (found by bench/formats.py's "repeated names" on ToolLinkOS).
+    if not TOOLLINKOS.is_dir():
+        pytest.skip(f"{TOOLLINKOS} is missing")
+    full = bench.read_dataset(TOOLLINKOS)
+    skills = [dict(s) for s in full.skills[:120]]
+    for n in range(4, len(skills), 5):
+        skills[n]["name"] = skills[n - 1]["name"]
+    dataset = replace(full, skills=tuple(skills), history=(), queries=full.queries[:1])
+    store, library, _ = bench._build(dataset, tmp_path / "flat", "flat", None, encoder,  # type: ignore[arg-type]
+                                     lambda folder: EmbeddedStore(folder / "graph.sqlite"))
+    try:
+        toolbox = Retriever(store, encoder).search(  # type: ignore[arg-type]
+            "I'm on a long flight and would love to watch a movie. Can you help me pick "
+            "something from the in-flight entertainment?")
+    finally:
+        store.close()
+    assert toolbox.selected and set(toolbox.selected) <= set(library.catalog.by_id())

@@ -331,6 +331,10 @@ class PlanRules:
         for ranking in [*rankings, *segment_rankings]:
             for item in ranking:
                 by_id.setdefault(item.id, item)
+        if any(sid not in by_id for sid in tops):
+            for sid, item in self._answering_items([*by_id.values()]).items():
+                by_id.setdefault(sid, item)
+        tops = tuple(sid for sid in tops if sid in by_id)
         woven: dict[str, ScoredSkill] = {}
         for sid in tops:
             item = by_id[sid]
@@ -342,6 +346,26 @@ class PlanRules:
                 if depth < len(listed) and listed[depth].id not in woven:
                     woven[listed[depth].id] = listed[depth]
         return list(woven.values()), tops, len(rankings), missing
+
+    def _answering_items(self, items: Sequence[ScoredSkill]) -> dict[str, ScoredSkill]:
+        """For each shadowed skill among ``items`` (a same-named copy), the skill that answers
+        for its name, ranked in its place: the selection names what the name runs, which
+        may be ranked nowhere itself."""
+        reads = self._reads
+        reads.fetch(nodes=[item.id for item in items])
+        stand_in = {item.id: SkillNode(record).shadowed_by for item in items
+                    if (record := reads.node(item.id)) is not None}
+        reads.fetch(nodes=[w for w in stand_in.values() if w])
+        out: dict[str, ScoredSkill] = {}
+        for item in items:
+            winner = stand_in.get(item.id)
+            record = reads.node(winner) if winner else None
+            if record is not None and record.id not in out:
+                node = SkillNode(record)
+                out[record.id] = replace(item, id=record.id, name=record.name,
+                                         description=node.description,
+                                         available=node.available)
+        return out
 
     def _with_known_partner(self, ranking: Sequence[ScoredSkill], chosen: Sequence[str],
                             ) -> tuple[ScoredSkill, float] | None:

@@ -101,6 +101,24 @@ def library_id(dataset_id: object) -> str:
     return f"{stem}-{digest}" if stem else f"id-{digest}"
 
 
+def _distinct_names(skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each skill's name, its id where it has none, and a number after a name an earlier skill
+    has (``search``, ``search-2``): a data set's skills are told apart by their ids, a
+    library's by their names, where a second ``search`` is a copy the first shadows and a
+    label naming it could never be answered."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for skill in skills:
+        name = str(skill["name"]).strip() or library_id(skill["id"])
+        unique, number = name, 1
+        while unique.lower() in seen:
+            number += 1
+            unique = f"{name}-{number}"
+        seen.add(unique.lower())
+        out.append(unique)
+    return out
+
+
 def read_dataset(folder: Path) -> Dataset:
     if not folder.is_dir():
         raise HistoryError(f"{folder}: not a folder (expected skills.jsonl, history.jsonl, "
@@ -114,7 +132,9 @@ def read_dataset(folder: Path) -> Dataset:
             raise HistoryError(f"{folder / 'skills.jsonl'}:{number}: id '{key}' repeats line "
                                f"{seen[key]}")
         seen[key] = number
-    skills = [{**s, "id": library_id(s["id"]), "name": s["name"].strip() or library_id(s["id"]),
+    skills = [{**s, "id": library_id(s["id"]), "name": name}
+              for s, name in zip(skills, _distinct_names(skills), strict=True)]
+    skills = [{**s,
                **({"depends_on": [library_id(d) for d in s["depends_on"]]}
                   if isinstance(s.get("depends_on"), list) else {})} for s in skills]
     history = [replace(r, skills=tuple(library_id(s) for s in r.skills),

@@ -16,7 +16,10 @@ The rewrites, each alone and then all together:
   ``search``), against FORMAT.md's unique names;
 - ``contracts``: declared types in another format's names (``STRING``, ``int``), and one
   contract in nine the loader refuses (a list of properties, an unknown type);
-- ``nulls``: null descriptions and bodies, a tags string, a byte-order mark and CRLF lines.
+- ``nulls``: null descriptions and bodies, a tags string, a byte-order mark and CRLF lines;
+- ``prerequisites by name``: ``depends_on`` naming skills, not giving their ids;
+- ``calls``: history rows without edges (an unordered set, as FORMAT.md allows), the first
+  skill called again at the end.
 
 A rewrite that costs figures is a data set the harness would answer worse for its spelling
 alone. ``skills`` is the number the library loaded: every skill the file holds should load.
@@ -134,9 +137,21 @@ def repeated_names(rows: Rows) -> Rows:
     return {**rows, "skills": skills}
 
 
+def by_name(rows: Rows) -> Rows:
+    named = {str(s["id"]): s["name"] for s in rows["skills"]}
+    return {**rows, "skills": [
+        {**s, "depends_on": [named.get(str(d), d) for d in s["depends_on"]]}
+        if s.get("depends_on") else s for s in rows["skills"]]}
+
+
+def calls(rows: Rows) -> Rows:
+    return {**rows, "history": [
+        {**r, "skills": [*r["skills"], *r["skills"][:1]], "edges": []} for r in rows["history"]]}
+
+
 REWRITES: dict[str, Callable[[Rows], Rows]] = {
     "ids": odd_ids, "names": names, "repeated names": repeated_names, "contracts": contracts,
-    "nulls": nulls}
+    "nulls": nulls, "prerequisites by name": by_name, "calls": calls}
 
 
 def write(rows: Rows, folder: Path) -> Path:

@@ -202,11 +202,15 @@ def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_example
                 names: Mapping[str, str] | None = None,
                 descriptions: Mapping[str, str] | None = None,
                 exclude: Iterable[frozenset[str]] = (),
-                used_ids: Iterable[str] = ()) -> list[DraftGroup]:
+                used_ids: Iterable[str] = (),
+                prerequisites: Mapping[str, Sequence[str]] | None = None) -> list[DraftGroup]:
     """Recurring skill sets in ``rows`` as draft groups, most frequent first.
 
     A set in ``exclude`` (the member sets of existing groups) is never drafted again; draft
-    ids avoid ``used_ids``."""
+    ids avoid ``used_ids``. A set none of whose rows records edges (an unordered set, as a
+    history may give it) takes its members' declared ``prerequisites`` (skill -> the skills
+    it needs first, as the rows name them) among themselves as its edges: a prerequisite's
+    result feeds the skill that declares it."""
     by_set = recurring_sets(rows)
     names = names or {}
     descriptions = descriptions or {}
@@ -225,6 +229,11 @@ def mine_groups(rows: Iterable[HistoryRow], *, min_support: int = 2, max_example
         # skills in different orders): a draft is always a valid DAG.
         declaring = sum(1 for row in support_rows if row.edges)
         candidates = [e for e, n in edge_votes.items() if n * 2 >= declaring]
+        if not declaring and prerequisites:
+            candidates = [(needed, m) for m in sorted(members)
+                          for needed in prerequisites.get(m, ()) if needed in members
+                          and needed != m]
+            edge_votes = Counter(candidates)
         kept = acyclic_edges(candidates, edge_votes, order)
         order = topological_order(order, kept)
         edges = tuple(sorted(kept, key=lambda e: (order.index(e[0]), order.index(e[1]))))

@@ -100,7 +100,8 @@ def suggest(library: Library, rows: Sequence[HistoryRow], *, source: str = "runs
     names = {s.name: s.name for s in skills} | {GROUP_MEMBER + g: g for g in parsed}
     descriptions = {s.name: s.description for s in skills}
     drafts = mine_groups(fresh, min_support=min_support, names=names,
-                         used_ids=set(parsed) | set(library.skills))
+                         used_ids=set(parsed) | set(library.skills),
+                         prerequisites={s.name: s.depends_on for s in skills})
     mined = [(d, source) for d in drafts]
     if co_references:
         taken = set(parsed) | {d.id for d, _ in mined}

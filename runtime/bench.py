@@ -247,8 +247,11 @@ def write_library(dataset: Dataset, root: Path, mode: str,
     if mode != "groups":
         return root, None, 0
     descriptions = {str(s["id"]): s["description"] or "" for s in dataset.skills}
+    by_name = {name: sid for sid, name in names.items()}
+    needs = {str(s["id"]): [str(d) if str(d) in names else by_name.get(str(d), str(d))
+                            for d in s.get("depends_on") or []] for s in dataset.skills}
     count = write_mined_groups(history, names, descriptions, contracts, root / "groups",
-                               min_support)
+                               min_support, needs)
     return root, co_use_weights(history), count
 
 
@@ -276,10 +279,12 @@ def learned_store(paths: Sequence[Path], library: Library, rows: Sequence[Histor
     ``skillgrove index --history``: both fit their settings on it (:func:`fit_settings`)."""
     named = rows_by_id(rows, library)
     skills = library.catalog.active.values()
+    by_name = {s.name: s.id for s in skills}
     write_mined_groups(named, {s.id: s.name for s in skills},
                        {s.id: s.description for s in skills},
                        {s.id: (s.inputs, s.outputs) for s in skills}, folder / "groups",
-                       min_support)
+                       min_support, {s.id: [by_name.get(n, n) for n in s.depends_on]
+                                     for s in skills})
     # The learned groups' folder first: a group of the library with the same id is shadowed.
     loaded = load_library([folder, *paths], options)
     learned = replace(loaded, groups={gid: group for gid, group in loaded.groups.items()
@@ -292,12 +297,14 @@ def learned_store(paths: Sequence[Path], library: Library, rows: Sequence[Histor
 
 def write_mined_groups(history: Sequence[HistoryRow], names: Mapping[str, str],
                        descriptions: Mapping[str, str], contracts: Mapping[str, Any],
-                       folder: Path, min_support: int = 2) -> int:
+                       folder: Path, min_support: int = 2,
+                       prerequisites: Mapping[str, Sequence[str]] | None = None) -> int:
     """The groups ``history`` (rows naming skills by id) recurs often enough to give, as the
     owner approves them: one group file each under ``folder``, every past request an example;
-    returns how many."""
+    returns how many. ``prerequisites``: each skill's declared ``depends_on``, by id (the
+    edges of a set whose rows record none)."""
     drafts = mine_groups(history, names=names, descriptions=descriptions,
-                         min_support=min_support)
+                         min_support=min_support, prerequisites=prerequisites)
     folder.mkdir(parents=True, exist_ok=True)
     for draft in drafts:
         (folder / f"{draft.id}.yaml").write_text(

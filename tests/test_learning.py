@@ -391,3 +391,19 @@ def test_a_fitted_choice_must_beat_the_default_by_more_than_noise(
     from skillgrove.runtime.bench import _beats
 
     assert _beats(values, reference) is expected
+
+
+def test_a_set_whose_runs_record_no_edges_takes_its_declared_prerequisites() -> None:
+    # FORMAT.md lets a history give a set unordered; the skills still say what they need.
+    unordered = [HistoryRow(str(n), "log in and book the flight", ("book", "login", "search"))
+                 for n in range(2)]
+    needs = {"book": ["login", "search"], "search": ["login"], "login": ["elsewhere"]}
+    [draft] = mine_groups(unordered, prerequisites=needs)
+    assert set(draft.edges) == {("login", "book"), ("search", "book"), ("login", "search")}
+    assert draft.members.index("login") < draft.members.index("search") < \
+        draft.members.index("book")
+    # Rows that record edges keep theirs: what ran says more than what was declared.
+    ordered = [HistoryRow(str(n), "book", ("login", "book", "search"), (("login", "book"),))
+               for n in range(2)]
+    [draft] = mine_groups(ordered, prerequisites=needs)
+    assert draft.edges == (("login", "book"),)

@@ -239,6 +239,10 @@ class Retriever(GroupRules, PlanRules):
                     skills = [*extras, *(s for s in skills if s.id not in listed)]
         else:
             selected = tops or tuple(self.select(skills))
+            if any(sid not in {s.id for s in skills} for sid in selected):
+                # A same-named copy ranked, and the skill that answers for its name did not:
+                # that skill is listed in its place, as the selection names it.
+                skills = self._listed_in_place(skills, selected)
         edges: tuple[tuple[str, str], ...] = ()
         if stand_in is not None:
             # What history ran, with the sibling's part: its own prerequisites are the ones
@@ -386,6 +390,21 @@ class Retriever(GroupRules, PlanRules):
                 if not similar & set(kept):
                     kept.append(sid)
         return kept
+
+    def _listed_in_place(self, skills: Sequence[ScoredSkill],
+                         selected: Sequence[str]) -> list[ScoredSkill]:
+        """``skills`` with each selected skill missing from it listed just before the
+        same-named copy that ranked in its stead (see :meth:`_answering_items`)."""
+        missing = set(selected) - {s.id for s in skills}
+        out: list[ScoredSkill] = []
+        with self._reading():
+            for item in skills:
+                for winner, stand_in in self._answering_items([item]).items():
+                    if winner in missing:
+                        missing.discard(winner)
+                        out.append(stand_in)
+                out.append(item)
+        return out
 
     def fits(self, skill: ScoredSkill) -> bool:
         """Whether ``skill`` fits the request on its own (``stages.skills.fits``)."""

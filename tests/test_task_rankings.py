@@ -69,3 +69,29 @@ def test_a_part_whose_skill_is_a_same_named_copy_gets_the_skill_that_answers_for
     finally:
         store.close()
     assert toolbox.selected and set(toolbox.selected) <= set(library.catalog.by_id())
+
+
+def test_a_selected_skill_is_listed_though_only_its_same_named_copy_ranked(
+        tmp_path: Path, encoder: object) -> None:
+    # The second root's copy describes the request better; the first root's skill answers
+    # for the name. It was selected but not listed, and the reason named it by its id.
+    from skillgrove.graph.indexer import index_library
+    from skillgrove.groups.library import load_library
+    from skillgrove.skills.loader import LoadOptions
+    from tests.helpers import write_skill
+
+    for root, description in (("first", "Convert units."), ("second", "Convert a temperature "
+                                                            "from celsius to fahrenheit.")):
+        write_skill(tmp_path / root / "skills", "convert-units",
+                    f"---\nname: convert-units\ndescription: {description}\n---\n")
+    write_skill(tmp_path / "first" / "skills", "send-email",
+                "---\nname: send-email\ndescription: Send an email message.\n---\n")
+    library = load_library([tmp_path / "first", tmp_path / "second"], LoadOptions())
+    store = EmbeddedStore(None)
+    index_library(library, store, encoder)  # type: ignore[arg-type]
+    toolbox = Retriever(store, encoder).search("convert 30 celsius to fahrenheit", k=1)  # type: ignore[arg-type]
+    answering = library.skills["convert-units"].id
+    assert toolbox.selected == (answering,)
+    assert toolbox.skills[0].id == answering
+    assert toolbox.skills[0].description == "Convert units."
+    assert toolbox.reason is not None and answering not in toolbox.reason

@@ -29,12 +29,11 @@ terms the embedded store's BM25 sees.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from skillgrove.graph.model import EdgeKind, NodeKind
@@ -805,15 +804,6 @@ def bm25_scores(candidates: Mapping[str, str], tokens: Sequence[str],
 
 
 TOKENIZER_SIGNATURE_KEY = "skillgrove.tokenizer"
-_TOKENIZER_PROBE = ("Sending Emails to the Teams' reports: 3 PDFs, v2.1, snake_case, CamelCase; "
-                    "生成周报的工具 把网页转换成 Markdown、日本語のテキスト 한국어 텍스트")
-
-
-def tokenizer_signature(tokenize: Callable[[str], list[str]]) -> str:
-    """A fingerprint of the tokenizer: its tokens for a probe text of English, Chinese,
-    Japanese and Korean. When it changes, the stored ``tokens`` are stale."""
-    joined = "\x1f".join(tokenize(_TOKENIZER_PROBE))
-    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]
 
 
 def set_statistics(kind: NodeKind, statistics: Mapping[str, float]) -> Statement:

@@ -42,7 +42,7 @@ from skillgrove.graph.model import (
     vector_digest,
 )
 from skillgrove.graph.runlog import make_private_folder
-from skillgrove.graph.text import query_tokens, tokenize
+from skillgrove.graph.text import query_tokens, tokenize, tokenizer_signature
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS node (
@@ -915,10 +915,14 @@ def _carried_digests(old: tuple[int, ...], origin: npt.NDArray[np.int64], ids: S
     return tuple(digests)
 
 
+_TOKENIZER = tokenizer_signature()
+
+
 def _signature(ids: Sequence[str], digests: Sequence[str]) -> str:
-    """Names nodes by their ids and content hashes: what a kind's lexicon and projection
-    were computed from."""
-    hasher = hashlib.sha256(json.dumps([len(ids), len(digests)]).encode())
+    """Names nodes by their ids and content hashes, and the tokenizer: what a kind's lexicon
+    and projection were computed from (a lexicon another tokenizer counted is stale though
+    no node changed)."""
+    hasher = hashlib.sha256(json.dumps([len(ids), len(digests), _TOKENIZER]).encode())
     hasher.update("\0".join(ids).encode("utf-8", "surrogatepass"))
     hasher.update("\0".join(digests).encode("utf-8", "surrogatepass"))
     return hasher.hexdigest()[:32]

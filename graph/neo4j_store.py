@@ -120,7 +120,7 @@ from skillgrove.graph.cypher import Statement
 from skillgrove.graph.embeddings import Vectors
 from skillgrove.graph.errors import StoreError
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord, SyncReport
-from skillgrove.graph.text import query_tokens, tokenize
+from skillgrove.graph.text import query_tokens, tokenize, tokenizer_signature
 
 if TYPE_CHECKING:
     from skillgrove.graph.neo4j_runlog import Neo4jRunLog
@@ -584,7 +584,7 @@ class Neo4jStore:
                 run(cypher.merge_edges(edge_kind, src_kind, dst_kind, chunk))
         changed_kinds = {n.kind for n in (*added, *updated)} | {stored[i][0] for i in removed}
         changed_kinds |= {stored[n.id][0] for n in updated}
-        signature = cypher.tokenizer_signature(tokenize)
+        signature = tokenizer_signature(tokenize)
         signature_rows = run(cypher.get_meta(cypher.TOKENIZER_SIGNATURE_KEY))
         if wanted and (not signature_rows or signature_rows[0]["value"] != signature):
             # The tokenizer changed since the last sync: every stored ``tokens`` is stale.

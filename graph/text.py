@@ -11,7 +11,9 @@ one character stays a token unless it is a function word (的, 了, 我...).
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -67,6 +69,18 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
             continue
         tokens.append(stem(run))
     return tokens
+
+
+_TOKENIZER_PROBE = ("Sending Emails to the Teams' reports: 3 PDFs, v2.1, snake_case, CamelCase; "
+                    "生成周报的工具 把网页转换成 Markdown、日本語のテキスト 한국어 텍스트")
+
+
+def tokenizer_signature(tokens: Callable[[str], list[str]] = tokenize) -> str:
+    """A fingerprint of the tokenizer: its tokens for a probe text of English, Chinese,
+    Japanese and Korean. When it changes, tokens a store kept are stale (the Neo4j store's
+    ``tokens`` property, the embedded store's lexicon)."""
+    joined = "\x1f".join(tokens(_TOKENIZER_PROBE))
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:16]
 
 
 @lru_cache(maxsize=256)

@@ -251,3 +251,22 @@ def test_an_edit_in_place_splices_counts_as_counting_afresh() -> None:
     again = spliced.replaced(np.arange(len(docs)), len(docs), {})  # nothing changed
     assert np.array_equal(BM25(again).scores(tokenize("email chart")),
                           fresh.scores(tokenize("email chart")))
+
+
+def test_a_lexicon_another_tokenizer_counted_is_counted_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No node changed, but the tokens did (a new version's tokenizer): the stored counts
+    # would answer with the old tokens until every skill was edited.
+    import skillgrove.graph.embedded as embedded
+
+    path = tmp_path / "graph.sqlite"
+    texts = {f"n{i}": f"skill {i} " + ("sends email reports" if i % 3 == 1 else "draws charts")
+             for i in range(6)}
+    vectors = dict(zip(texts, clustered(6, np.random.default_rng(2), dims=4), strict=True))
+    with monkeypatch.context() as patched:
+        patched.setattr(embedded, "tokenize", lambda text: [w[::-1] for w in text.split()])
+        patched.setattr(embedded, "_TOKENIZER", "another tokenizer")
+        EmbeddedStore(path).sync(records(texts), vectors, [])
+        assert EmbeddedStore(path).text_search(NodeKind.SKILL, "email", 6) == []
+    found = EmbeddedStore(path).text_search(NodeKind.SKILL, "email", 6)
+    assert sorted(nid for nid, _ in found) == ["n1", "n4"]

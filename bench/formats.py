@@ -39,6 +39,7 @@ from skillgrove.graph.embedded import EmbeddedStore
 from skillgrove.graph.embeddings import CachedEncoder, EmbeddingCache, default_encoder
 from skillgrove.runtime.bench import run_bench
 from skillgrove.runtime.commands import cache_path
+from skillgrove.skills.loader import retyped
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 ODD_IDS = ("GET /x/{id}", "{id} with space", "ns/{id}", "工具{n}", "-{id}", "{id}#v1",
@@ -92,15 +93,8 @@ def names(rows: Rows) -> Rows:
 
 
 def _upper_types(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_upper_types(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {k: _upper_types(v) for k, v in value.items()}
-    if isinstance(value.get("type"), str):
-        out["type"] = {"integer": "int", "boolean": "bool"}.get(value["type"],
-                                                                value["type"].upper())
-    return out
+    return retyped(value, lambda kind: {"integer": "int", "boolean": "bool"}.get(kind,
+                                                                                 kind.upper()))
 
 
 def contracts(rows: Rows) -> Rows:

@@ -741,19 +741,24 @@ TYPE_ALIASES = {"str": "string", "text": "string", "int": "integer", "long": "in
 """Type names other tool formats use (``"STRING"``, ``"int"``, ``"dict"``), by JSON Schema's."""
 
 
-def json_schema_types(value: Any) -> Any:
-    """``value`` (a schema) with every ``type`` spelled as JSON Schema spells it."""
+def retyped(value: Any, rename: Callable[[str], str]) -> Any:
+    """``value`` (a schema) with every ``type`` name (alone or in a list) renamed."""
     if isinstance(value, list):
-        return [json_schema_types(v) for v in value]
+        return [retyped(v, rename) for v in value]
     if not isinstance(value, dict):
         return value
-    out = {k: json_schema_types(v) for k, v in value.items()}
+    out = {k: retyped(v, rename) for k, v in value.items()}
     kind = value.get("type")
     if isinstance(kind, str):
-        out["type"] = TYPE_ALIASES.get(kind.lower(), kind.lower())
+        out["type"] = rename(kind)
     elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
-        out["type"] = [TYPE_ALIASES.get(k.lower(), k.lower()) for k in kind]
+        out["type"] = [rename(k) for k in kind]
     return out
+
+
+def json_schema_types(value: Any) -> Any:
+    """``value`` (a schema) with every ``type`` spelled as JSON Schema spells it."""
+    return retyped(value, lambda kind: TYPE_ALIASES.get(kind.lower(), kind.lower()))
 
 
 def _type_hint(schema: Any) -> str | None:

@@ -169,6 +169,8 @@ class PlanRules:
 
         def select(self, skills: Sequence[ScoredSkill]) -> list[str]: ...
 
+        def _answering(self, ids: Sequence[str]) -> list[str]: ...
+
         def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
                          weight: float | None = None, glossed: tuple[str, Any] | None = None,
                          ) -> list[ScoredSkill]: ...
@@ -320,6 +322,11 @@ class PlanRules:
             if evidence >= max(floor, self.settings.skills.minimum) and best.id not in chosen \
                     and best.id in agreed and self.fits(agreed[best.id]):
                 chosen[best.id] = index
+        # A part's best may be a same-named copy: what it selects is what the name runs.
+        answering: dict[str, int] = {}
+        for sid, part in chosen.items():
+            answering.setdefault(self._answering([sid])[0], part)
+        chosen = answering
         # Tasks stated in turn of which one alone found a skill ("extract the text from this
         # pdf, then translate it" where nothing translates) get that skill alone: the whole
         # request's cut would add the first task's look-alikes, not the missing task.

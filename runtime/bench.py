@@ -1200,9 +1200,12 @@ def run_bench(folder: Path, mode: str, encoder: Encoder,
         _, fates = usable_contracts(dataset)
         if fates["retyped"] or fates["left out"]:
             details["contracts"] = {"retyped": fates["retyped"], "left_out": fates["left out"]}
-            say(f"{fates['retyped']} declared contracts retyped to JSON Schema's type names, "
-                f"{fates['left out']} left out of the frontmatter (kept in the body as text): "
-                "the loader refuses them")
+            said = [f"{fates['retyped']} retyped to JSON Schema's type names"] \
+                if fates["retyped"] else []
+            if fates["left out"]:
+                said.append(f"{fates['left out']} that the loader refuses left out of the "
+                            "frontmatter (kept in the body as text)")
+            say("declared contracts: " + "; ".join(said))
         ids_by_name = {s.name: s.id for s in library.skills.values()}
         group_sets = [frozenset(g.skills) for g in library.groups.values()]
         names_to_ids = {s.name: s.id for s in library.skills.values()}

@@ -137,3 +137,26 @@ def test_names_that_repeat_or_hold_a_path_and_null_fields_cost_no_skill(tmp_path
     ids = {p.parent.name: (p.parent / ".skill_id").read_text().strip()
            for p in (root / "skills").glob("*/SKILL.md")}
     assert ids == {"lookup": "a", "lookup-2": "b", "outside": "c", "d": "d", "nulls": "e"}
+
+
+def test_bench_reports_the_contracts_it_retyped_or_left_out(
+        tmp_path: Path, capsys: Any) -> None:
+    folder = tmp_path / "set"
+    _write(folder, "skills.jsonl", [
+        {"id": "a", "name": "search-title", "description": "Find a film by its title",
+         "inputs": {"type": "object", "properties": {"title": {"type": "STRING"}}}},
+        {"id": "b", "name": "film-details", "description": "Details of a film",
+         "inputs": {"type": "object", "properties": {"film": {"type": "movie"}}}}])
+    _write(folder, "history.jsonl", [])
+    _write(folder, "queries.jsonl", [{"id": "q", "request": "details of Alien",
+                                      "gold_skills": ["b"]}])
+    out = StringIO()
+    assert main(["bench", str(folder), "--json"], out) == 0
+    result = json.loads(out.getvalue())
+    assert result["details"]["contracts"] == {"retyped": 1, "left_out": 1}
+    assert result["details"]["skills"] == 2
+    capsys.readouterr()
+    assert main(["bench", str(folder)], StringIO()) == 0
+    said = capsys.readouterr().err
+    assert "declared contracts: 1 retyped to JSON Schema's type names; 1 that the loader " \
+        "refuses left out" in said

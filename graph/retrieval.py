@@ -396,14 +396,16 @@ class Retriever(GroupRules, PlanRules):
         """``skills`` with each selected skill missing from it listed just before the
         same-named copy that ranked in its stead (see :meth:`_answering_items`)."""
         missing = set(selected) - {s.id for s in skills}
-        out: list[ScoredSkill] = []
         with self._reading():
-            for item in skills:
-                for winner, stand_in in self._answering_items([item]).items():
-                    if winner in missing:
-                        missing.discard(winner)
-                        out.append(stand_in)
-                out.append(item)
+            answering = self._answering_of([s.id for s in skills])
+            stand_ins = self._answering_items(skills)
+        out: list[ScoredSkill] = []
+        for item in skills:
+            winner = answering[item.id]
+            if winner in missing:
+                missing.discard(winner)
+                out.append(stand_ins[winner])
+            out.append(item)
         return out
 
     def fits(self, skill: ScoredSkill) -> bool:
@@ -413,15 +415,20 @@ class Retriever(GroupRules, PlanRules):
     def _answering(self, ids: Sequence[str]) -> list[str]:
         """``ids`` with a shadowed skill (a same-named copy, ``data["shadowed_by"]``) replaced
         by the skill that answers for its name: what is selected is what the name runs."""
+        answering = self._answering_of(ids)
+        return list(dict.fromkeys(answering[sid] for sid in ids))
+
+    def _answering_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """Each of ``ids`` -> the skill that answers for its name (itself unless shadowed)."""
         with self._reading():
             reads = self._reads
             reads.fetch(nodes=ids)
-            out = []
+            out = {}
             for sid in ids:
                 record = reads.node(sid)
                 winner = SkillNode(record).shadowed_by if record is not None else None
-                out.append(winner if winner and reads.node(winner) else sid)
-        return list(dict.fromkeys(out))
+                out[sid] = winner if winner and reads.node(winner) else sid
+        return out
 
 
 _Evidence = tuple[float, float | None, float, str | None]

@@ -132,11 +132,10 @@ def read_dataset(folder: Path) -> Dataset:
             raise HistoryError(f"{folder / 'skills.jsonl'}:{number}: id '{key}' repeats line "
                                f"{seen[key]}")
         seen[key] = number
-    skills = [{**s, "id": library_id(s["id"]), "name": name}
-              for s, name in zip(skills, _distinct_names(skills), strict=True)]
-    skills = [{**s,
+    skills = [{**s, "id": library_id(s["id"]), "name": name,
                **({"depends_on": [library_id(d) for d in s["depends_on"]]}
-                  if isinstance(s.get("depends_on"), list) else {})} for s in skills]
+                  if isinstance(s.get("depends_on"), list) else {})}
+              for s, name in zip(skills, _distinct_names(skills), strict=True)]
     history = [replace(r, skills=tuple(library_id(s) for s in r.skills),
                        edges=tuple((library_id(a), library_id(b)) for a, b in r.edges))
                for r in read_history(folder / "history.jsonl")]

@@ -756,9 +756,13 @@ def retyped(value: Any, rename: Callable[[str], str]) -> Any:
     return out
 
 
+def _json_type(kind: str) -> str:
+    return TYPE_ALIASES.get(kind.lower(), kind.lower())
+
+
 def json_schema_types(value: Any) -> Any:
     """``value`` (a schema) with every ``type`` spelled as JSON Schema spells it."""
-    return retyped(value, lambda kind: TYPE_ALIASES.get(kind.lower(), kind.lower()))
+    return retyped(value, _json_type)
 
 
 def _type_hint(schema: Any) -> str | None:
@@ -773,21 +777,17 @@ def _type_hint(schema: Any) -> str | None:
         Draft202012Validator.check_schema(fixed)
     except SchemaError:
         return None
-    wrong = sorted(_type_names(schema) - set(TYPE_ALIASES.values()))
-    said = ", ".join(f"'{json_schema_types({'type': w})['type']}' for '{w}'" for w in wrong)
+    named: set[str] = set()
+
+    def noted(kind: str) -> str:
+        named.add(kind)
+        return kind
+
+    retyped(schema, noted)
+    wrong = sorted(named - set(TYPE_ALIASES.values()))
+    said = ", ".join(f"'{_json_type(w)}' for '{w}'" for w in wrong)
     return ("JSON Schema's types are string, integer, number, boolean, object, array and "
             f"null: write {said}")
-
-
-def _type_names(value: Any) -> set[str]:
-    if isinstance(value, list):
-        return {n for v in value for n in _type_names(v)}
-    if not isinstance(value, dict):
-        return set()
-    found = {n for v in value.values() for n in _type_names(v)}
-    kind = value.get("type")
-    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
-    return found | {k for k in kinds if isinstance(k, str)}
 
 
 def contract_problem(key: str, schema: Any) -> str | None:

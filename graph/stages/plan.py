@@ -169,7 +169,7 @@ class PlanRules:
 
         def select(self, skills: Sequence[ScoredSkill]) -> list[str]: ...
 
-        def _answering(self, ids: Sequence[str]) -> list[str]: ...
+        def _answering_of(self, ids: Sequence[str]) -> dict[str, str]: ...
 
         def _atomic_tier(self, query: str, vector: Any, context: RequestContext, k: int,
                          weight: float | None = None, glossed: tuple[str, Any] | None = None,
@@ -324,8 +324,8 @@ class PlanRules:
                 chosen[best.id] = index
         # A part's best may be a same-named copy: what it selects is what the name runs.
         answering: dict[str, int] = {}
-        for sid, part in chosen.items():
-            answering.setdefault(self._answering([sid])[0], part)
+        for sid, winner in self._answering_of(list(chosen)).items():
+            answering.setdefault(winner, chosen[sid])
         chosen = answering
         # Tasks stated in turn of which one alone found a skill ("extract the text from this
         # pdf, then translate it" where nothing translates) get that skill alone: the whole
@@ -358,15 +358,12 @@ class PlanRules:
         """For each shadowed skill among ``items`` (a same-named copy), the skill that answers
         for its name, ranked in its place: the selection names what the name runs, which
         may be ranked nowhere itself."""
+        answering = self._answering_of([item.id for item in items])
         reads = self._reads
-        reads.fetch(nodes=[item.id for item in items])
-        stand_in = {item.id: SkillNode(record).shadowed_by for item in items
-                    if (record := reads.node(item.id)) is not None}
-        reads.fetch(nodes=[w for w in stand_in.values() if w])
         out: dict[str, ScoredSkill] = {}
         for item in items:
-            winner = stand_in.get(item.id)
-            record = reads.node(winner) if winner else None
+            winner = answering[item.id]
+            record = reads.node(winner) if winner != item.id else None
             if record is not None and record.id not in out:
                 node = SkillNode(record)
                 out[record.id] = replace(item, id=record.id, name=record.name,

@@ -51,7 +51,7 @@ from skillgrove.graph.stages import (
 )
 from skillgrove.graph.stages.groups import GroupRules, StandIn
 from skillgrove.graph.stages.plan import PlanRules
-from skillgrove.graph.stages.skills import fits, selection_cut
+from skillgrove.graph.stages.skills import BALANCED_MOST, balanced_weight, fits, selection_cut
 from skillgrove.graph.stages.suggestions import suggest
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import as_matched, cjk_share
@@ -290,21 +290,37 @@ class Retriever(GroupRules, PlanRules):
 
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                weight: float | None = None) -> dict[str, tuple[float, float, float]]:
-        """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates."""
-        w = self._groups.vector_weight if weight is None else weight
+                weight: float | None) -> dict[str, tuple[float, float, float]]:
+        """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates, the
+        embedding counting ``weight`` (None: :func:`balanced_weight` of these candidates)."""
+        evidence = self._evidence(kind, query, vector, k)
+        w = balanced_weight(evidence.values()) if weight is None else weight
+        return {nid: (w * cosine + (1 - w) * lex, cosine, lex)
+                for nid, (cosine, lex) in evidence.items()}
+
+    def _evidence(self, kind: NodeKind, query: str, vector: Any, k: int,
+                  ) -> dict[str, tuple[float, float]]:
+        """id -> (cosine, lexical) for the vector and lexical candidates."""
         found = self._reads.hybrid_searches(query, vector, {kind: k}, {kind: k})
         lexical, dense = dict(found[0][kind]), dict(found[1][kind])
         self._reads.fetch(vectors=[nid for nid in lexical if nid not in dense])
-        out: dict[str, tuple[float, float, float]] = {}
+        out: dict[str, tuple[float, float]] = {}
         for nid in {*lexical, *dense}:
             cosine = dense.get(nid)
             if cosine is None:
                 stored = self._reads.vector(nid)
                 cosine = float(stored @ vector) if stored is not None else 0.0
-            lex = lexical.get(nid, 0.0)
-            out[nid] = (w * cosine + (1 - w) * lex, cosine, lex)
+            out[nid] = (cosine, lexical.get(nid, 0.0))
         return out
+
+    def _skill_weight(self, query: str, vector: Any) -> float:
+        """The embedding's share of a skill's score for this request: the setting, or balanced
+        over the request's skill candidates."""
+        weight = self.settings.skills.vector_weight
+        if weight is not None:
+            return weight
+        return balanced_weight(self._evidence(NodeKind.SKILL, query, vector,
+                                              self.settings.skills.candidates).values())
 
     def _hybrid_one(self, nid: str, vector: Any, weight: float | None, lexical: float = 0.0,
                     ) -> tuple[float, float, float]:
@@ -328,10 +344,14 @@ class Retriever(GroupRules, PlanRules):
             for sid, (score, cosine, lex) in self._hybrid(
                 NodeKind.SKILL, query, vector, self.settings.skills.candidates, weight=skill_weight).items()}
         if glossed is not None:
+            # A gloss is every dictionary sense of every word, most of them wrong for the
+            # sentence: how far its words spread the candidates is no measure of them, so it
+            # is matched at the set share, or at equal shares where that is balanced.
             text, gloss_vector = glossed
+            gloss_weight = self.settings.skills.vector_weight
             for sid, (score, cosine, lex) in self._hybrid(
                     NodeKind.SKILL, text, gloss_vector, self.settings.skills.candidates,
-                    weight=self.settings.skills.vector_weight).items():
+                    BALANCED_MOST if gloss_weight is None else gloss_weight).items():
                 if sid not in hits or score > hits[sid][0]:
                     hits[sid] = (score, cosine, lex, text)
         return self._rank_skills(hits, context, k, cjk=weight is not None)

@@ -421,7 +421,7 @@ MOST_HELD_OUT = 0.3
 """The largest share of a short history held out to reach ``MIN_CALIBRATION_ROWS``: the library
 calibrated on the rest must still be much like the one the product learns from all of them."""
 
-SKILL_VECTOR_WEIGHTS = (0.5, 0.25, 0.0, 0.75)
+SKILL_VECTOR_WEIGHTS: tuple[float | None, ...] = (None, 0.5, 0.25, 0.0, 0.75)
 """Candidates for how much the embedding counts against BM25 for single skills (the default
 first: it wins ties)."""
 SELECT_RATIOS = (0.85, 0.7, 0.8, 0.9, 0.95)
@@ -429,7 +429,7 @@ SELECT_MINIMA = (0.25, 0.1, 0.2, 0.3, 0.4)
 
 
 def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
-                     weights: Sequence[float] = SKILL_VECTOR_WEIGHTS,
+                     weights: Sequence[float | None] = SKILL_VECTOR_WEIGHTS,
                      ratios: Sequence[float] = SELECT_RATIOS,
                      ) -> tuple[Settings, dict[str, Any]]:
     """The single-skill weights and selection cut that fit this library, chosen on held-out
@@ -440,7 +440,7 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
     if len(held_out) < MIN_CALIBRATION_ROWS:
         return config, {}
     plain = config.but(groups=None, plan={"closure": None})
-    best: tuple[float, float, list[tuple[list[ScoredSkill], set[str]]]] | None = None
+    best: tuple[float, float | None, list[tuple[list[ScoredSkill], set[str]]]] | None = None
     for weight in weights:
         probe = Retriever(retriever.store, retriever.encoder,
                           plain.but(skills={"vector_weight": weight}))
@@ -467,7 +467,8 @@ def calibrate_skills(retriever: Retriever, held_out: Sequence[HistoryRow],
                 cut = (total, ratio, minimum)
     assert cut is not None
     tuned = config.but(skills={"vector_weight": weight, "ratio": cut[1], "minimum": cut[2]})
-    return tuned, {"skill_vector_weight": weight, "skill_recall@10": round(
+    return tuned, {"skill_vector_weight": "balanced" if weight is None else weight,
+                   "skill_recall@10": round(
         100 * recall / len(held_out), 1), "select_ratio": cut[1], "select_min": cut[2],
         "select_set_f1": round(100 * cut[0] / len(held_out), 1)}
 

@@ -216,6 +216,13 @@ TRIED = [
     # look-alikes from the whole request's cut.
     ("extract the text from this pdf, then translate it to french", None, ["pdf-to-text"],
      []),
+    # The words all candidates share ("order", "reply") count little beside the embedding,
+    # which knows a complaint wants a support reply (bench/people.jsonl).
+    ("someone's complaining their order never arrived, write them a reply", None,
+     ["draft-support-reply"], []),
+    # A skill is weighed against a group at equal shares, whatever share ranked it: the
+    # ledger step alone, not the six-step invoice group.
+    ("record this expense and add it to the ledger", None, ["append-ledger-row"], []),
 ]
 
 

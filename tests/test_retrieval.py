@@ -137,15 +137,19 @@ def test_quality_filter_demotes_failing_skills(tmp_path: Path, encoder: CachedEn
 
     library = load_library([copy_fixture_library(tmp_path / "lib")])
     nodes, vectors, edges = build_graph(library, encoder)
+    request = "plot the values 3, 5 and 8 as a PNG bar chart"
+    healthy = EmbeddedStore(None)
+    healthy.sync(nodes, vectors, edges)
+    undemoted = next(s for s in Retriever(healthy, encoder).search(request).skills
+                     if s.name == "make-chart").score
     nodes = [replace(n, data={**n.data, "stats": {"selected": 3, "succeeded": 0}},
                      content_hash=n.content_hash + "x") if n.name == "make-chart" else n
              for n in nodes]
     store = EmbeddedStore(None)
     store.sync(nodes, vectors, edges)
-    toolbox = Retriever(store, encoder).search("plot the values 3, 5 and 8 as a PNG bar chart")
+    toolbox = Retriever(store, encoder).search(request)
     chart = next(s for s in toolbox.skills if s.name == "make-chart")
     assert chart.explanation.demoted == "selected 3 times, never succeeded"
-    undemoted = 0.5 * (chart.explanation.vector or 0) + 0.5 * (chart.explanation.lexical or 0)
     assert chart.score == pytest.approx(undemoted / 2, abs=1e-3)
 
 

@@ -21,7 +21,7 @@ from skillgrove.graph.stages import (
     Siblings,
     SkillSettings,
 )
-from skillgrove.graph.stages.skills import fits, selection_cut
+from skillgrove.graph.stages.skills import balanced_weight, fits, selection_cut
 from skillgrove.graph.stages.suggestions import SuggestionSettings, suggest
 from skillgrove.graph.toolbox import SkillExplanation
 
@@ -61,6 +61,41 @@ CUTS = [(0.80, 0.68), (0.40, 0.34), (0.26, 0.25), (0.20, 0.20)]
 @pytest.mark.parametrize(("top", "cut"), CUTS)
 def test_the_selection_keeps_skills_near_the_best(top: float, cut: float) -> None:
     assert selection_cut(SkillSettings(), top) == pytest.approx(cut)
+
+
+# (candidates as (cosine, lexical), the embedding's balanced share)
+BALANCES = [
+    # The words spread the candidates as far as the embedding: equal shares.
+    ([(0.5, 0.3), (0.2, 0.0)], 0.5),
+    # The embedding spreads them three times as far: the words count three times as much.
+    ([(0.6, 0.1), (0.3, 0.0), (0.4, 0.05)], 0.25),
+    # The words spread them further: the embedding still counts at most half.
+    ([(0.5, 0.9), (0.4, 0.0)], 0.5),
+    # No candidate shares a word with the request: as at equal shares.
+    ([(0.5, 0.0), (0.3, 0.0)], 0.5),
+    ([], 0.5),
+]
+
+
+@pytest.mark.parametrize(("evidence", "share"), BALANCES)
+def test_the_embedding_and_the_words_count_by_how_far_they_spread_the_candidates(
+        evidence: list[tuple[float, float]], share: float) -> None:
+    assert balanced_weight(evidence) == pytest.approx(share)
+
+
+def test_a_balanced_share_ranks_as_min_max_fusion() -> None:
+    candidates = [(0.62, 0.10), (0.40, 0.20), (0.55, 0.05), (0.30, 0.0), (0.50, 0.15)]
+    share = balanced_weight(candidates)
+    mixed = sorted(range(5), key=lambda i: -(share * candidates[i][0]
+                                              + (1 - share) * candidates[i][1]))
+    cosines, lexicals = zip(*candidates, strict=True)
+
+    def rescaled(values: Sequence[float], value: float) -> float:
+        return (value - min(values)) / (max(values) - min(values))
+
+    fused = sorted(range(5), key=lambda i: -(rescaled(cosines, candidates[i][0])
+                                             + rescaled(lexicals, candidates[i][1])))
+    assert share < 0.5 and mixed == fused
 
 
 # -- stage 4: suggestions ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from skillgrove.graph.model import (
 )
 from skillgrove.graph.planner import request_parts, stated_order
 from skillgrove.graph.router import GroupRouter
+from skillgrove.graph.stages.skills import BALANCED_MOST
 from skillgrove.graph.toolbox import (
     NO_GROUPS,
     ExampleMatch,
@@ -350,7 +351,9 @@ class GroupRules:
         def fits(self, skill: ScoredSkill) -> bool: ...
 
         def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                    weight: float | None = None) -> dict[str, tuple[float, float, float]]: ...
+                    weight: float | None) -> dict[str, tuple[float, float, float]]: ...
+
+        def _skill_weight(self, query: str, vector: Any) -> float: ...
 
         def _hybrid_one(self, nid: str, vector: Any, weight: float | None,
                         lexical: float = 0.0) -> tuple[float, float, float]: ...
@@ -369,7 +372,7 @@ class GroupRules:
         margin = self.settings.plan.near_miss
         if margin is None:
             return group
-        skill_weight = self.settings.skills.vector_weight if weight is None else weight
+        skill_weight = self._skill_weight(query, vector) if weight is None else weight
         lexical = dict(self._reads.text_search(NodeKind.SKILL, query,
                                                self.settings.skills.candidates))
         memo: dict[str, float] = {}
@@ -561,7 +564,8 @@ class GroupRules:
             return None
         top = skills[0]
         lead = self._groups.top_lead
-        if lead is not None and top.id not in group.members and group.score < top.score:
+        if lead is not None and top.id not in group.members and \
+                group.score < self._against_groups(top):
             reads = self._reads
             reads.fetch(nodes=[gid for gid, _ in candidates])
             held = {m for gid, _ in candidates for m in members_of(reads.node(gid))}
@@ -575,6 +579,21 @@ class GroupRules:
             return None
         return (f"the group '{group.name}' fits the words, but none of its steps is among the "
                 f"{depth} skills that fit the request best (first: '{top.name}')")
+
+    def _against_groups(self, skill: ScoredSkill) -> float:
+        """A skill's score on the scale a group's score is weighed against: as ranked where the
+        embedding's share is set, and with it counting as much as the words
+        (``BALANCED_MOST``) where the share is balanced for each request (the margins and
+        ratios between a skill and a group were set on that scale)."""
+        notes = skill.explanation
+        if self.settings.skills.vector_weight is not None or notes.vector is None or notes.cjk:
+            return skill.score
+        score = BALANCED_MOST * notes.vector + (1 - BALANCED_MOST) * (notes.lexical or 0.0)
+        if notes.recently_used:
+            score += self.settings.skills.recent_boost
+        if notes.demoted:
+            score *= self.settings.demote_factor
+        return score
 
     def one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                request: str = "") -> str | None:
@@ -600,11 +619,12 @@ class GroupRules:
         inside = "one of its steps" if top.id in group.members else "not one of its steps"
         extra = len(group.members) - (1 if top.id in group.members else 0)
         margin, step_lead = self._groups.one_skill_margin, self._groups.step_lead
-        if margin is not None and top.score >= group.score + margin:
-            why = f"scores {top.score:.2f}, the group '{group.name}' {group.score:.2f}"
+        score = self._against_groups(top)
+        if margin is not None and score >= group.score + margin:
+            why = f"scores {score:.2f}, the group '{group.name}' {group.score:.2f}"
         elif (step_lead is not None and lead is not None and lead >= step_lead
-              and top.score >= self._groups.step_ratio * group.score):
-            why = (f"scores {top.score:.2f}, {lead:.2f} ahead of every other step of "
+              and score >= self._groups.step_ratio * group.score):
+            why = (f"scores {score:.2f}, {lead:.2f} ahead of every other step of "
                    f"'{group.name}' ({group.score:.2f})")
         else:
             return None
@@ -728,10 +748,11 @@ class GroupRules:
         confidence: float | None = None
         if router is None:
             self._fetch_similar(query, vector)
+            group_weight = self._groups.vector_weight if weight is None else weight
             whole = self._hybrid(NodeKind.GROUP, query, vector, self._groups.candidates,
-                                 weight=weight)
+                                 group_weight)
             examples = self._hybrid(NodeKind.EXAMPLE, query, vector, self._groups.example_candidates,
-                                    weight)
+                                    group_weight)
             fits = self._group_fits(whole, examples, set(whole), vector, weight)
             if not fits:
                 return None, NO_GROUPS, []

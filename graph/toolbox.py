@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 NO_GROUPS = "the library has no groups"
+MORE_THAN_ASKED = "does more than asked"
+"""How a group set aside for a skill that explains the request alone is said (the group stage's
+``one_skill_fits_better``); a composed toolbox's sentence keeps it."""
 """Why no group answers, in a library that has none."""
 
 
@@ -222,6 +225,9 @@ class Toolbox:
             planned = self.fallback_reason[self.fallback_reason.index("composed: "):]
             if self.fallback_reason.startswith(NO_GROUPS):
                 return f"{NO_GROUPS}; {planned}"
+            first = self.fallback_reason.split("; ", 1)[0]
+            if MORE_THAN_ASKED in first:
+                return f"{first}; {planned}"
             return f"no group covers all of the request; {planned}"
         why = f"{self.fallback_reason}; " if self.fallback_reason else ""
         if not chosen:

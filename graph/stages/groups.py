@@ -28,6 +28,7 @@ from skillgrove.graph.planner import request_parts, stated_order
 from skillgrove.graph.router import GroupRouter
 from skillgrove.graph.stages.skills import BALANCED_MOST
 from skillgrove.graph.toolbox import (
+    MORE_THAN_ASKED,
     NO_GROUPS,
     ExampleMatch,
     GroupChoice,
@@ -621,14 +622,15 @@ class GroupRules:
         margin, step_lead = self._groups.one_skill_margin, self._groups.step_lead
         score = self._against_groups(top)
         if margin is not None and score >= group.score + margin:
-            why = f"scores {score:.2f}, the group '{group.name}' {group.score:.2f}"
+            why = f"scores {score:.2f}, the group {group.score:.2f}"
         elif (step_lead is not None and lead is not None and lead >= step_lead
               and score >= self._groups.step_ratio * group.score):
-            why = (f"scores {score:.2f}, {lead:.2f} ahead of every other step of "
-                   f"'{group.name}' ({group.score:.2f})")
+            why = (f"scores {score:.2f}, {lead:.2f} ahead of every other step (the group "
+                   f"{group.score:.2f})")
         else:
             return None
-        return f"one skill fits: '{top.name}' ({inside}) {why}; its other {extra} steps are not asked for"
+        return (f"the group '{group.name}' {MORE_THAN_ASKED}: '{top.name}' ({inside}) {why}; "
+                f"its other {extra} steps are not asked for")
 
     def _fast_route(self, query: str, context: RequestContext, router: GroupRouter | None,
                     ) -> tuple[GroupChoice, list[tuple[str, float]]] | None:

@@ -173,7 +173,7 @@ class Retriever(GroupRules, PlanRules):
         reason: str | None = None
         if fast is not None:
             group, candidates = fast
-            hits = {sid: (lexical, None, lexical, None) for sid, lexical in
+            hits = {sid: (lexical, None, lexical, None, 0.0) for sid, lexical in
                     self._reads.text_search(NodeKind.SKILL, skill_query, k)}
             skills = self._rank_skills(hits, context, k)
         else:
@@ -339,26 +339,29 @@ class Retriever(GroupRules, PlanRules):
         scores the better of the request as written (a Chinese skill's own words) and its
         gloss, matched as English is (an English skill's)."""
         skill_weight = self.settings.skills.vector_weight if weight is None else weight
+        candidates = self.settings.skills.candidates
+        evidence = self._evidence(NodeKind.SKILL, query, vector, candidates)
+        share = balanced_weight(evidence.values()) if skill_weight is None else skill_weight
         hits: dict[str, _Evidence] = {
-            sid: (score, cosine, lex, None)
-            for sid, (score, cosine, lex) in self._hybrid(
-                NodeKind.SKILL, query, vector, self.settings.skills.candidates, weight=skill_weight).items()}
+            sid: (share * cosine + (1 - share) * lex, cosine, lex, None, share)
+            for sid, (cosine, lex) in evidence.items()}
         if glossed is not None:
             # A gloss is every dictionary sense of every word, most of them wrong for the
             # sentence: how far its words spread the candidates is no measure of them, so it
             # is matched at the set share, or at equal shares where that is balanced.
             text, gloss_vector = glossed
-            gloss_weight = self.settings.skills.vector_weight
+            gloss_share = self.settings.skills.vector_weight
+            gloss_share = BALANCED_MOST if gloss_share is None else gloss_share
             for sid, (score, cosine, lex) in self._hybrid(
-                    NodeKind.SKILL, text, gloss_vector, self.settings.skills.candidates,
-                    BALANCED_MOST if gloss_weight is None else gloss_weight).items():
+                    NodeKind.SKILL, text, gloss_vector, candidates, gloss_share).items():
                 if sid not in hits or score > hits[sid][0]:
-                    hits[sid] = (score, cosine, lex, text)
+                    hits[sid] = (score, cosine, lex, text, gloss_share)
         return self._rank_skills(hits, context, k, cjk=weight is not None)
 
     def _rank_skills(self, hits: Mapping[str, _Evidence], context: RequestContext, k: int,
                      cjk: bool = False) -> list[ScoredSkill]:
-        """The best ``k`` of ``hits`` (id -> (score, cosine, lexical, gloss)) after the
+        """The best ``k`` of ``hits`` (id -> (score, cosine, lexical, gloss, the embedding's
+        share)) after the
         recent-use boost and the quality filter; only those are given an explanation (built
         for the ``k`` kept, not for every candidate: a search scores a hundred)."""
         recent = set(context.recent_skills)
@@ -378,9 +381,11 @@ class Retriever(GroupRules, PlanRules):
             scored.append((round(score, 4), record.name, record, evidence, boosted, demoted))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []
-        for score, name, record, (_, cosine, lexical, gloss), boosted, demoted in scored[:k]:
+        for score, name, record, (_, cosine, lexical, gloss, share), boosted, demoted \
+                in scored[:k]:
             notes = SkillExplanation(
                 vector=None if cosine is None else round(cosine, 4), lexical=round(lexical, 4),
+                vector_share=None if cosine is None else round(share, 4),
                 cjk=True if cjk else None, gloss=gloss, recently_used=True if boosted else None,
                 demoted=demoted or None, score=score)
             node = SkillNode(record)
@@ -451,7 +456,7 @@ class Retriever(GroupRules, PlanRules):
         return out
 
 
-_Evidence = tuple[float, float | None, float, str | None]
+_Evidence = tuple[float, float | None, float, str | None, float]
 """A candidate skill's (hybrid score, cosine (None: not embedded), lexical, the gloss it matched
 through), before the ranking keeps the best."""
 

@@ -84,6 +84,10 @@ class SkillExplanation(_Explained):
     """Cosine of the skill's text to the request."""
     lexical: float | None = None
     """BM25 of the request against the skill's text, normalised to 0..1."""
+    vector_share: float | None = None
+    """The embedding's share of the score, the rest the lexical score's (balanced for each
+    request unless the library sets it): ``score = vector_share * vector + (1 - vector_share)
+    * lexical`` before a boost or a demotion."""
     cjk: bool | None = None
     """The request is mostly in CJK script (its own weights and threshold)."""
     gloss: str | None = None

@@ -355,3 +355,18 @@ def test_suggestions_are_companions_never_substitutes_or_repeats(
             kinds = {edge.kind for anchor in toolbox.selected
                      for edge, other in store.neighbors(anchor) if other.id == suggestion.id}
             assert kinds - {EdgeKind.SIMILAR_TO} or not kinds, (request, suggestion)
+
+
+def test_a_skill_score_is_read_from_its_explanation(indexed: tuple[Path, EmbeddedStore],
+                                                    encoder: CachedEncoder) -> None:
+    _, store = indexed
+    toolbox = Retriever(store, encoder).search("turn this markdown file into an html page")
+    shares = {s.explanation.vector_share for s in toolbox.skills}
+    assert len(shares) == 1  # one share for the request, balanced over its candidates
+    for skill in toolbox.skills:
+        notes = skill.explanation
+        assert notes.vector is not None and notes.lexical is not None
+        assert notes.vector_share is not None and 0.0 <= notes.vector_share <= 0.5
+        assert skill.score == pytest.approx(notes.vector_share * notes.vector
+                                            + (1 - notes.vector_share) * notes.lexical,
+                                            abs=1e-3)

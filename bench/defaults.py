@@ -48,7 +48,7 @@ GRID: dict[str, dict[str, Any]] = {
     "fit_cosine 0.25": {"fit_cosine": 0.25},
     "fit_cosine off": {"fit_cosine": None},
     "vector_weight 0.25": {"vector_weight": 0.25},
-    "vector_weight 0.5": {"vector_weight": 0.5},
+    "vector_weight balanced": {"vector_weight": None},
     "vector_weight 0.75": {"vector_weight": 0.75},
 }
 """The settings tried: each changes the shipped defaults of the candidate-skill stage

@@ -421,7 +421,7 @@ MOST_HELD_OUT = 0.3
 """The largest share of a short history held out to reach ``MIN_CALIBRATION_ROWS``: the library
 calibrated on the rest must still be much like the one the product learns from all of them."""
 
-SKILL_VECTOR_WEIGHTS: tuple[float | None, ...] = (None, 0.5, 0.25, 0.0, 0.75)
+SKILL_VECTOR_WEIGHTS: tuple[float | None, ...] = (0.5, None, 0.25, 0.0, 0.75)
 """Candidates for how much the embedding counts against BM25 for single skills (the default
 first: it wins ties)."""
 SELECT_RATIOS = (0.85, 0.7, 0.8, 0.9, 0.95)

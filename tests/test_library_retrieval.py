@@ -216,14 +216,24 @@ TRIED = [
     # look-alikes from the whole request's cut.
     ("extract the text from this pdf, then translate it to french", None, ["pdf-to-text"],
      []),
-    # The words all candidates share ("order", "reply") count little beside the embedding,
-    # which knows a complaint wants a support reply (bench/people.jsonl).
-    ("someone's complaining their order never arrived, write them a reply", None,
-     ["draft-support-reply"], []),
-    # A skill is weighed against a group at equal shares, whatever share ranked it: the
-    # ledger step alone, not the six-step invoice group.
+    # The ledger step alone, not the six-step invoice group (bench/people.jsonl).
     ("record this expense and add it to the ledger", None, ["append-ledger-row"], []),
 ]
+
+
+def test_a_balanced_skill_is_weighed_against_a_group_at_equal_shares(
+        retriever: tuple[Library, Retriever]) -> None:
+    # Balanced for this request, the ledger step scores below the invoice group; at equal
+    # shares, the scale the one-skill rules were set on, it explains the request alone.
+    _, search = retriever
+    balanced = Retriever(search.store, search.encoder,
+                         search.settings.but(skills={"vector_weight": None}))
+    toolbox = balanced.search("record this expense and add it to the ledger")
+    names = {s.id: s.name for s in toolbox.skills}
+    assert toolbox.group is None, toolbox.fallback_reason
+    assert [names[s] for s in toolbox.selected] == ["append-ledger-row"]
+    assert toolbox.skills[0].explanation.vector_share is not None
+    assert toolbox.skills[0].explanation.vector_share < 0.5
 
 
 @pytest.mark.parametrize("request_text", [

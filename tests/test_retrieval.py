@@ -359,8 +359,12 @@ def test_suggestions_are_companions_never_substitutes_or_repeats(
 
 def test_a_skill_score_is_read_from_its_explanation(indexed: tuple[Path, EmbeddedStore],
                                                     encoder: CachedEncoder) -> None:
+    from skillgrove.graph.stages import DEFAULT_SETTINGS
+
     _, store = indexed
-    toolbox = Retriever(store, encoder).search("turn this markdown file into an html page")
+    balanced = DEFAULT_SETTINGS.but(skills={"vector_weight": None})
+    toolbox = Retriever(store, encoder, balanced).search(
+        "turn this markdown file into an html page")
     shares = {s.explanation.vector_share for s in toolbox.skills}
     assert len(shares) == 1  # one share for the request, balanced over its candidates
     for skill in toolbox.skills:

@@ -361,9 +361,9 @@ class Retriever(GroupRules, PlanRules):
     def _rank_skills(self, hits: Mapping[str, _Evidence], context: RequestContext, k: int,
                      cjk: bool = False) -> list[ScoredSkill]:
         """The best ``k`` of ``hits`` (id -> (score, cosine, lexical, gloss, the embedding's
-        share)) after the
-        recent-use boost and the quality filter; only those are given an explanation (built
-        for the ``k`` kept, not for every candidate: a search scores a hundred)."""
+        share)) after the recent-use boost and the quality filter; only those are given an
+        explanation (built for the ``k`` kept, not for every candidate: a search scores a
+        hundred)."""
         recent = set(context.recent_skills)
         self._reads.fetch(nodes=hits)
         scored: list[tuple[float, str, NodeRecord, _Evidence, bool, str | None]] = []

@@ -290,13 +290,11 @@ class Retriever(GroupRules, PlanRules):
 
 
     def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                weight: float | None) -> dict[str, tuple[float, float, float]]:
+                weight: float) -> dict[str, tuple[float, float, float]]:
         """id -> (hybrid score, cosine, lexical) for the vector and lexical candidates, the
-        embedding counting ``weight`` (None: :func:`balanced_weight` of these candidates)."""
-        evidence = self._evidence(kind, query, vector, k)
-        w = balanced_weight(evidence.values()) if weight is None else weight
-        return {nid: (w * cosine + (1 - w) * lex, cosine, lex)
-                for nid, (cosine, lex) in evidence.items()}
+        embedding counting ``weight``."""
+        return {nid: (weight * cosine + (1 - weight) * lex, cosine, lex)
+                for nid, (cosine, lex) in self._evidence(kind, query, vector, k).items()}
 
     def _evidence(self, kind: NodeKind, query: str, vector: Any, k: int,
                   ) -> dict[str, tuple[float, float]]:
@@ -358,6 +356,14 @@ class Retriever(GroupRules, PlanRules):
                     hits[sid] = (score, cosine, lex, text, gloss_share)
         return self._rank_skills(hits, context, k, cjk=weight is not None)
 
+    def _adjusted(self, score: float, recently_used: bool, demoted: bool) -> float:
+        """A skill's score with the recent-use boost and the quality filter's demotion."""
+        if recently_used:
+            score += self.settings.skills.recent_boost
+        if demoted:
+            score *= self.settings.demote_factor
+        return score
+
     def _rank_skills(self, hits: Mapping[str, _Evidence], context: RequestContext, k: int,
                      cjk: bool = False) -> list[ScoredSkill]:
         """The best ``k`` of ``hits`` (id -> (score, cosine, lexical, gloss, the embedding's
@@ -373,11 +379,8 @@ class Retriever(GroupRules, PlanRules):
             if record is None:
                 continue
             boosted = record.name in recent or sid in recent
-            if boosted:
-                score += self.settings.skills.recent_boost
             demoted = demotion(record)
-            if demoted:
-                score *= self.settings.demote_factor
+            score = self._adjusted(score, boosted, bool(demoted))
             scored.append((round(score, 4), record.name, record, evidence, boosted, demoted))
         scored.sort(key=lambda t: (-t[0], t[1]))
         out: list[ScoredSkill] = []

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 NO_GROUPS = "the library has no groups"
+"""Why no group answers, in a library that has none."""
 MORE_THAN_ASKED = "does more than asked"
 """How a group set aside for a skill that explains the request alone is said (the group stage's
 ``one_skill_fits_better``); a composed toolbox's sentence keeps it."""
-"""Why no group answers, in a library that has none."""
 
 
 @dataclass(frozen=True)

@@ -352,7 +352,9 @@ class GroupRules:
         def fits(self, skill: ScoredSkill) -> bool: ...
 
         def _hybrid(self, kind: NodeKind, query: str, vector: Any, k: int,
-                    weight: float | None) -> dict[str, tuple[float, float, float]]: ...
+                    weight: float) -> dict[str, tuple[float, float, float]]: ...
+
+        def _adjusted(self, score: float, recently_used: bool, demoted: bool) -> float: ...
 
         def _skill_weight(self, query: str, vector: Any) -> float: ...
 
@@ -589,12 +591,9 @@ class GroupRules:
         notes = skill.explanation
         if self.settings.skills.vector_weight is not None or notes.vector is None or notes.cjk:
             return skill.score
-        score = BALANCED_MOST * notes.vector + (1 - BALANCED_MOST) * (notes.lexical or 0.0)
-        if notes.recently_used:
-            score += self.settings.skills.recent_boost
-        if notes.demoted:
-            score *= self.settings.demote_factor
-        return score
+        return self._adjusted(
+            BALANCED_MOST * notes.vector + (1 - BALANCED_MOST) * (notes.lexical or 0.0),
+            bool(notes.recently_used), bool(notes.demoted))
 
     def one_skill_fits_better(self, group: GroupChoice, skills: Sequence[ScoredSkill],
                                request: str = "") -> str | None:

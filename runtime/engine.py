@@ -238,7 +238,9 @@ class Skillgrove:
                              if e.strip()]
         self.allow_effects = frozenset(allow_effects)
         """Effects a run may have without being confirmed (``all``: any)."""
-        self._explicit_paths = [Path(p) for p in paths] if paths else None
+        # Absolute from here on: the index records the folders it was built from, and a relative
+        # spelling would name another folder (or none) when the index is used from elsewhere.
+        self._explicit_paths = [Path(p).expanduser().absolute() for p in paths] if paths else None
         self.index_dir = Path(index) if index is not None else default_index_dir()
         self._store_choice = store
         self._model = str(model) if model is not None else None
@@ -370,7 +372,7 @@ class Skillgrove:
                              "library folders, or index the ones you have")
         from skillgrove.runtime.paths import default_paths
 
-        return default_paths(), "in $SKILLGROVE_PATH"
+        return [p.absolute() for p in default_paths()], "in $SKILLGROVE_PATH"
 
     def _indexed_paths(self) -> list[Path]:
         if self._store is None and self._store_choice == "embedded" \

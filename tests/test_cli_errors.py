@@ -94,6 +94,27 @@ def test_ask_with_fewer_folders_than_the_index_says_so_and_reindexes(
     assert "sales-snapshot" not in text
 
 
+def test_a_library_given_relative_is_the_same_library_from_any_folder(
+        library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The index records the folders it was built from: a relative spelling is recorded as the
+    folder it names, so the index serves it from elsewhere and the absolute spelling of the same
+    folder does not re-index it."""
+    index = tmp_path / "idx"
+    monkeypatch.chdir(library.parent)
+    code, _, err = cli(capsys, "index", library.name, "--index", str(index), "-q")
+    assert code == 0, err
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for given in ([], ["--library", str(library)]):
+        code, text, err = cli(capsys, "search", "summarize this text", "--index", str(index),
+                              *given)
+        assert code == 0, err
+        assert "re-indexing" not in err and "no such folder" not in err
+        assert "summarize" in text
+
+
 def test_ask_on_an_index_that_holds_a_group_the_library_lacks_does_not_run_it(
         library: Path, extra: Path, tmp_path: Path, encoder: CachedEncoder) -> None:
     """A server between a change and its re-index: the index still chooses the group."""

@@ -52,7 +52,7 @@ from skillgrove.graph.stages import (
 from skillgrove.graph.stages.groups import GroupRules, StandIn
 from skillgrove.graph.stages.plan import PlanRules
 from skillgrove.graph.stages.skills import BALANCED_MOST, balanced_weight, fits, selection_cut
-from skillgrove.graph.stages.suggestions import suggest
+from skillgrove.graph.stages.suggestions import gather, ranked
 from skillgrove.graph.store import GraphStore
 from skillgrove.graph.text import as_matched, cjk_share
 from skillgrove.graph.toolbox import GroupChoice as GroupChoice
@@ -171,6 +171,7 @@ class Retriever(GroupRules, PlanRules):
         fast = self._fast_route(query, context, group_router)
         group: GroupChoice | None
         reason: str | None = None
+        skill_vector: Vectors | None = None
         if fast is not None:
             group, candidates = fast
             hits = {sid: (lexical, None, lexical, None, 0.0) for sid, lexical in
@@ -266,11 +267,12 @@ class Retriever(GroupRules, PlanRules):
         # compact toolbox lists the selection), and the companion says why it goes along.
         key = ("suggest", tuple(anchors))
         if state.memo is not None and key in state.memo:
-            suggestions = state.memo[key]
+            found = state.memo[key]
         else:
-            suggestions = suggest(self._reads, anchors, set(anchors), self.settings.suggestions)
+            found = gather(self._reads, anchors, set(anchors))
             if state.memo is not None:
-                state.memo[key] = suggestions
+                state.memo[key] = found
+        suggestions = ranked(self._reads, found, self.settings.suggestions, skill_vector)
         return Toolbox(request, group, reason, tuple(skills), tuple(selected),
                        tuple(suggestions), tuple(candidates),
                        (time.perf_counter() - started) * 1000, edges)

@@ -6,9 +6,10 @@ and the toolboxes they get, in order, with each stage on and off)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from skillgrove.graph.model import Edge, EdgeKind, NodeKind, NodeRecord
@@ -104,9 +105,11 @@ def test_a_balanced_share_ranks_as_min_max_fusion() -> None:
 class _Reads:
     """A library of a few nodes and edges, read as a search reads the store."""
 
-    def __init__(self, nodes: Sequence[NodeRecord], edges: Sequence[Edge]) -> None:
+    def __init__(self, nodes: Sequence[NodeRecord], edges: Sequence[Edge],
+                 vectors: Mapping[str, Sequence[float]] | None = None) -> None:
         self.nodes = {n.id: n for n in nodes}
         self.edges = list(edges)
+        self.vectors = {nid: np.array(v, dtype=np.float32) for nid, v in (vectors or {}).items()}
 
     def fetch(self, nodes: Iterable[str] = (), vectors: Iterable[str] = (),
               neighbors: Iterable[str] = ()) -> None:
@@ -114,6 +117,9 @@ class _Reads:
 
     def node(self, node_id: str) -> NodeRecord | None:
         return self.nodes.get(node_id)
+
+    def vector(self, node_id: str) -> Any:
+        return self.vectors.get(node_id)
 
     def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
                   ) -> list[tuple[Edge, NodeRecord]]:
@@ -165,6 +171,27 @@ def test_what_is_usually_used_with_the_selection(selected: list[str],
 def test_a_substitute_is_never_a_suggestion() -> None:
     found = suggest(LIBRARY, ["pdf-to-text"], {"pdf-to-text"}, SuggestionSettings())
     assert "pdf-to-text-copy" not in {s.name for s in found}
+
+
+def test_companions_the_library_names_go_closest_to_the_request_first_each_selected_in_turn(
+        ) -> None:
+    """Every companion a library names weighs the same: the request orders them, and each
+    selected skill's closest comes before any selected skill's second."""
+    def named(*names: str) -> list[dict[str, str]]:
+        return [{"id": n, "name": n, "reason": "named"} for n in names]
+
+    library = _Reads(
+        [_skill("slides", companions=named("art", "charts", "pptx")),
+         _skill("deck", companions=named("image-gen")),
+         *(_skill(n) for n in ("art", "charts", "pptx", "image-gen"))], [],
+        vectors={"art": [0.0, 1.0], "charts": [0.6, 0.8], "pptx": [1.0, 0.0],
+                 "image-gen": [0.0, 1.0]})
+    request = np.array([1.0, 0.0], dtype=np.float32)
+    found = suggest(library, ["slides", "deck"], {"slides", "deck"}, SuggestionSettings(),
+                    request)
+    assert [s.name for s in found] == ["pptx", "image-gen", "charts", "art"]
+    unordered = suggest(library, ["slides", "deck"], {"slides", "deck"}, SuggestionSettings())
+    assert [s.name for s in unordered] == ["art", "image-gen", "charts", "pptx"]
 
 
 def test_suggestions_are_capped() -> None:

@@ -4,14 +4,19 @@ Rule: a skill is suggested by how it goes with the first three selected skills: 
 in past runs (CO_USED, by its count), running before or after one (FLOWS_TO), sharing a group
 with one (CONTAINS), or named by the library itself (a skill's text naming another, declared
 prerequisites, contracts, the same package); SIMILAR_TO joins substitutes, not companions, so it
-is not followed. Each suggestion says where it came from."""
+is not followed. Companions that go with the selection equally are ordered by how close each is
+to the request. Each suggestion says where it came from."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
+from skillgrove.graph.embeddings import Vectors
 from skillgrove.graph.model import Edge, EdgeKind, GroupNode, NodeKind, NodeRecord, SkillNode
 from skillgrove.graph.toolbox import Suggestion
 
@@ -33,6 +38,8 @@ class Reads(Protocol):
     def neighbors(self, node_id: str, kinds: Sequence[EdgeKind] | None = None,
                   ) -> list[tuple[Edge, NodeRecord]]: ...
 
+    def vector(self, node_id: str) -> Vectors | None: ...
+
 
 LIBRARY_WEIGHT = 0.25
 """What a companion the library names counts: less than a group or a run, which were seen."""
@@ -40,11 +47,48 @@ GROUP_WEIGHT = 0.5
 """What sharing a group with a selected skill counts."""
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """What goes with a selection, before it is ordered: each companion's weight, name and
+    reasons (kept as parts, worded only for the suggestions that are shown)."""
+
+    weights: dict[str, float]
+    names: dict[str, str]
+    reasons: dict[str, list[tuple[str, str, str]]]
+
+
 def suggest(reads: Reads, anchors: Sequence[str], exclude: set[str],
-            settings: SuggestionSettings) -> list[Suggestion]:
+            settings: SuggestionSettings, request: Vectors | None = None) -> list[Suggestion]:
+    """The companions of ``anchors`` (the first three count), leaving out ``exclude``, in
+    :func:`ranked` order."""
+    return ranked(reads, gather(reads, anchors, exclude), settings, request)
+
+
+def ranked(reads: Reads, found: Gathered, settings: SuggestionSettings,
+           request: Vectors | None = None) -> list[Suggestion]:
+    """The heaviest companions first. Among companions of equal weight, each selected skill's
+    closest to ``request`` (its vector) first, then each one's second closest, and so on, then
+    by name: a library names a skill's companions in no order of its own (a package of a dozen
+    skills listed by name would suggest ``algorithmic-art`` first for a web app), and one
+    selected skill that names many must not hide the one companion another names."""
+    weights, names, reasons = found.weights, found.names, found.reasons
+    closeness = _closeness(reads, request, weights) if request is not None else {}
+    turn: dict[str, int] = {}
+    taken: Counter[tuple[float, str]] = Counter()
+    for sid in sorted(weights, key=lambda c: (-closeness.get(c, 0.0), names[c])):
+        anchor = (round(weights[sid], 6), reasons[sid][0][2])
+        turn[sid] = taken[anchor]
+        taken[anchor] += 1
+    order = sorted(weights.items(), key=lambda kv: (
+        -kv[1], turn[kv[0]], -closeness.get(kv[0], 0.0), names[kv[0]]))
+    return [Suggestion(sid, names[sid], round(w, 3),
+                       "; ".join(list(dict.fromkeys(worded(r) for r in reasons[sid]))[:3]))
+            for sid, w in order[: settings.count]]
+
+
+def gather(reads: Reads, anchors: Sequence[str], exclude: set[str]) -> Gathered:
     """The companions of ``anchors`` (the first three count), leaving out ``exclude``."""
     weights: dict[str, float] = {}
-    # Reasons are kept as parts and worded only for the suggestions that are shown.
     reasons: dict[str, list[tuple[str, str, str]]] = {}
     names: dict[str, str] = {}
     reads.fetch(nodes=anchors[:3], neighbors=anchors[:3])
@@ -88,10 +132,20 @@ def suggest(reads: Reads, anchors: Sequence[str], exclude: set[str],
                 continue  # SIMILAR_TO joins substitutes, not skills used together
             weights[other.id] = weights.get(other.id, 0.0) + bump
             reasons.setdefault(other.id, []).append(why)
-    ranked = sorted(weights.items(), key=lambda kv: (-kv[1], names[kv[0]]))
-    return [Suggestion(sid, names[sid], round(w, 3),
-                       "; ".join(list(dict.fromkeys(worded(r) for r in reasons[sid]))[:3]))
-            for sid, w in ranked[: settings.count]]
+    return Gathered(weights, names, reasons)
+
+
+def _closeness(reads: Reads, request: Vectors, weights: dict[str, float]) -> dict[str, float]:
+    """The cosine to the request of each companion that ties with another on weight."""
+    tied = Counter(round(w, 6) for w in weights.values())
+    wanted = [sid for sid, w in weights.items() if tied[round(w, 6)] > 1]
+    reads.fetch(vectors=wanted)
+    out = {}
+    for sid in wanted:
+        vector = reads.vector(sid)
+        if vector is not None:
+            out[sid] = float(np.dot(vector, request))
+    return out
 
 
 def worded(parts: tuple[str, str, str]) -> str:

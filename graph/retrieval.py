@@ -463,7 +463,7 @@ class Retriever(GroupRules, PlanRules):
 
 _Evidence = tuple[float, float | None, float, str | None, float]
 """A candidate skill's (hybrid score, cosine (None: not embedded), lexical, the gloss it matched
-through), before the ranking keeps the best."""
+through, the embedding's share of the score), before the ranking keeps the best."""
 
 
 class _Reads:
